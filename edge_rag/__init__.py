@@ -1,0 +1,29 @@
+"""edge-rag: graph-based RAG (RAP-RAG) for small language models on small devices."""
+
+from .api import EdgeRAG, IndexStats
+from .config import Settings
+from .errors import (
+    BadDocument,
+    EdgeRagError,
+    EmbedderMismatch,
+    IndexCorrupt,
+    IndexLocked,
+    MissingExtra,
+    ModelNotFound,
+    NoSuchDocument,
+    NotAnIndex,
+    SchemaMismatch,
+    SettingsError,
+    UnknownMethod,
+)
+from .index import Document, InsertReport
+from .retrieve import RetrievedChunk, Retrieval
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BadDocument", "Document", "EdgeRAG", "EdgeRagError", "EmbedderMismatch", "IndexCorrupt",
+    "IndexLocked", "IndexStats", "InsertReport", "MissingExtra", "ModelNotFound", "NoSuchDocument",
+    "NotAnIndex", "Retrieval", "RetrievedChunk", "SchemaMismatch", "Settings", "SettingsError",
+    "UnknownMethod", "__version__",
+]

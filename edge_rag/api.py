@@ -1,0 +1,190 @@
+"""The public facade: ``EdgeRAG.open(path)`` then insert, retrieve, delete, stats."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any
+
+from .config import Settings
+from .errors import BadDocument, ModelNotFound
+from .index import Chunker, Document, Indexer, InsertReport, read_sources
+from .models import Embedder, ModelFolder
+from .retrieve import IndexView, Retrieval, make_retriever
+from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
+
+INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype")
+
+
+@dataclass
+class IndexStats:
+    """Counts of what an index holds and its bytes on disk per file."""
+
+    path: str
+    documents: int
+    chunks: int
+    entities: int
+    relations: int
+    similar_edges: int
+    files: dict[str, int] = field(default_factory=dict)
+    embedder: str = ""
+    schema_version: str = ""
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes on disk of every file in the index directory."""
+        return sum(self.files.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form (the CLI's ``stats --json`` output)."""
+        return {**asdict(self), "total_bytes": self.total_bytes}
+
+
+class EdgeRAG:
+    """An index directory opened for inserting, deleting and retrieving.
+
+    Use ``EdgeRAG.open(path)``; it is also a context manager. SQLite holds everything;
+    the USearch files are caches of its vectors that are rebuilt when they fall behind.
+    """
+
+    def __init__(self, directory: Path, settings: Settings, store: GraphStore) -> None:
+        self.directory = directory
+        self.settings = settings
+        self.store = store
+        self._folder = _model_folder(settings)
+        if self._folder is not None:
+            store.bind_embedder(self._folder.identity)
+        self._embedder: Embedder | None = None
+        self._chunk_vectors: VectorIndex | None = None
+
+    @classmethod
+    def open(cls, path: str | Path, profile: str | Path | None = None, *,
+             create: bool = True, **overrides: Any) -> EdgeRAG:
+        """Open (or create) the index at ``path`` with a device profile and overrides."""
+        settings = Settings.load(profile, **overrides)
+        directory = Path(path)
+        store = GraphStore.open(directory, settings, create=create)
+        recorded = store.index_settings()
+        if recorded:
+            settings = settings.replace(**{k: recorded[k] for k in INDEX_KEYS if k in recorded})
+        else:
+            store.record_index_settings({k: getattr(settings, k) for k in INDEX_KEYS})
+        try:
+            return cls(directory, settings, store)
+        except BaseException:
+            store.close()
+            raise
+
+    def __enter__(self) -> EdgeRAG:
+        return self
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the index; safe to call twice."""
+        self._chunk_vectors = None
+        self.store.close()
+
+    # -- writing ------------------------------------------------------------------------
+
+    def insert(self, *paths: str | Path | Document, progress: bool | None = None) -> InsertReport:
+        """Insert files, folders (recursive), zip archives or ``Document`` objects.
+
+        Supported files: .txt, .md, .json/.jsonl (records with a text field), .zip of those.
+        Each document commits on its own; duplicates (same content) are skipped and bad
+        documents are reported in ``InsertReport.failed`` without stopping the rest.
+        """
+        limit = int(self.settings.max_document_mb * 2**20)
+        files = [p for p in paths if not isinstance(p, Document)]
+        docs = [p for p in paths if isinstance(p, Document)]
+        stream = _chain(docs, files, limit)
+        with WriteLock(self.directory):
+            indexer = self._indexer()
+            show = self.settings.progress if progress is None else progress
+            return indexer.insert(stream, show)
+
+    def insert_text(self, text: str, source: str = "text",
+                    metadata: dict[str, Any] | None = None) -> InsertReport:
+        """Insert one document given as a string, with a source name and metadata."""
+        return self.insert(Document.from_text(text, source, metadata), progress=False)
+
+    def delete(self, doc_id: str) -> int:
+        """Delete a document, its chunks and vectors; returns how many chunks went."""
+        with WriteLock(self.directory):
+            return self._indexer().delete(doc_id)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def retrieve(self, question: str, method: str = "vector", top_k: int | None = None) -> Retrieval:
+        """Context for a question by one retrieval method (``"vector"``: VR, eq. 7)."""
+        view = IndexView(self.settings, self.store, self.embedder, self._vectors())
+        return make_retriever(method, view).retrieve(question, top_k or self.settings.top_k)
+
+    def documents(self) -> list[DocumentRecord]:
+        """Every stored document."""
+        return self.store.documents()
+
+    def stats(self) -> IndexStats:
+        """Counts and bytes on disk per file."""
+        manifest = self.store.manifest()
+        files = {p.name: p.stat().st_size for p in sorted(self.directory.iterdir()) if p.is_file()}
+        return IndexStats(str(self.directory), **self.store.counts(), files=files,
+                          embedder=manifest.get("embedder_name", ""),
+                          schema_version=manifest.get("schema_version", ""))
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder, loaded on first use."""
+        if self._embedder is None:
+            if self._folder is None:
+                self._folder = ModelFolder.open(self.settings.home / "models" / self.settings.embedder)
+                self.store.bind_embedder(self._folder.identity)
+            self._embedder = Embedder(self._folder, self.settings.intra_op_threads,
+                                      self.settings.embed_batch_size)
+        return self._embedder
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _indexer(self) -> Indexer:
+        vectors = self._new_vector_index().open(writable=True)
+        self._chunk_vectors = None  # readers reload the file this writer saves
+        chunker = Chunker(self.embedder.tokenizer, self.settings.chunk_tokens,
+                          self.settings.chunk_overlap)
+        return Indexer(self.store, vectors, self.embedder, chunker, self.settings.vector_save_every)
+
+    def _vectors(self) -> VectorIndex:
+        if self._chunk_vectors is None or self._chunk_vectors.is_stale():
+            self._chunk_vectors = self._new_vector_index().open()
+            if self._chunk_vectors.rebuilt:
+                self._persist_rebuilt(self._chunk_vectors)
+        return self._chunk_vectors
+
+    def _persist_rebuilt(self, vectors: VectorIndex) -> None:
+        # A reader that had to rebuild saves the result only when no writer is active.
+        lock = WriteLock(self.directory)
+        if lock.try_acquire():
+            try:
+                generation = int(self.store.vector_state("chunk")["generation"])
+                if generation == vectors.generation:
+                    vectors.save(generation)
+            finally:
+                lock.release()
+
+    def _new_vector_index(self) -> VectorIndex:
+        return VectorIndex(self.directory, "chunk", self.embedder.dim,
+                           self.settings.vector_dtype, self.store)
+
+
+def _chain(docs: list[Document], files: list, limit: int) -> Iterator[Document | BadDocument]:
+    yield from docs
+    yield from read_sources(files, limit)
+
+
+def _model_folder(settings: Settings) -> ModelFolder | None:
+    try:
+        return ModelFolder.open(settings.home / "models" / settings.embedder)
+    except ModelNotFound:
+        return None

@@ -1,0 +1,167 @@
+"""Typed runtime settings, loaded from a device profile (TOML) plus overrides."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import SettingsError
+
+VECTOR_DTYPES = ("f32", "f16", "i8")
+PROFILE_DIR_ENV = "EDGE_RAG_PROFILES"
+HOME_ENV = "EDGE_RAG_HOME"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob of the runtime; one object, validated, passed everywhere.
+
+    Device profiles (``device_profiles/*.toml``) set these fields; TOML tables
+    only group keys for readability and are flattened.
+    """
+
+    profile: str = "default"
+    models_home: str | None = None
+    embedder: str = "all-MiniLM-L6-v2-int8"
+    chunk_tokens: int = 180
+    chunk_overlap: int = 40
+    embed_batch_size: int = 32
+    vector_dtype: str = "f16"
+    threads: int = 0
+    top_k: int = 5
+    max_document_mb: float = 64.0
+    sqlite_cache_mb: int = 16
+    sqlite_mmap_mb: int = 64
+    vector_save_every: int = 200
+    progress: bool = True
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _check(self.chunk_tokens >= 16, "chunk_tokens must be at least 16")
+        _check(0 <= self.chunk_overlap < self.chunk_tokens // 2,
+               "chunk_overlap must be >= 0 and below half of chunk_tokens")
+        _check(self.embed_batch_size >= 1, "embed_batch_size must be at least 1")
+        _check(self.vector_dtype in VECTOR_DTYPES, f"vector_dtype must be one of {VECTOR_DTYPES}")
+        _check(self.threads >= 0, "threads must be >= 0 (0 = all cores)")
+        _check(self.top_k >= 1, "top_k must be at least 1")
+        _check(self.max_document_mb > 0, "max_document_mb must be positive")
+        _check(self.vector_save_every >= 1, "vector_save_every must be at least 1")
+
+    @property
+    def home(self) -> Path:
+        """Folder that holds exported models (``$EDGE_RAG_HOME`` or the user cache)."""
+        return models_home(self.models_home)
+
+    @property
+    def intra_op_threads(self) -> int:
+        """Threads for onnxruntime; 0 in settings means every core."""
+        return self.threads or (os.cpu_count() or 1)
+
+    def replace(self, **overrides: Any) -> Settings:
+        """A copy with some fields changed (validated like any other)."""
+        _reject_unknown(overrides)
+        return dataclasses.replace(self, **_coerce(overrides))
+
+    @classmethod
+    def load(cls, profile: str | Path | None = None, **overrides: Any) -> Settings:
+        """Settings from a profile name or TOML path, then keyword overrides."""
+        values: dict[str, Any] = {}
+        if profile is not None:
+            path = find_profile(profile)
+            values = _flatten(_read_toml(path))
+            values.setdefault("profile", path.stem)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        _reject_unknown(values)
+        try:
+            return cls(**_coerce(values))
+        except TypeError as exc:
+            raise SettingsError(f"invalid settings: {exc}") from None
+
+
+def models_home(explicit: str | None = None) -> Path:
+    """Resolve the models home: explicit value, ``$EDGE_RAG_HOME``, or ~/.cache/edge-rag."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if os.environ.get(HOME_ENV):
+        return Path(os.environ[HOME_ENV]).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "edge-rag"
+
+
+def profile_dirs() -> list[Path]:
+    """Where profile names are looked up, first match wins."""
+    dirs = [Path(p) for p in os.environ.get(PROFILE_DIR_ENV, "").split(os.pathsep) if p]
+    dirs.append(Path(__file__).resolve().parent.parent / "device_profiles")
+    return dirs
+
+
+def find_profile(profile: str | Path) -> Path:
+    """Path of a profile given by name (``rpi4``) or by file path."""
+    candidate = Path(profile)
+    if candidate.suffix == ".toml" and candidate.is_file():
+        return candidate
+    for folder in profile_dirs():
+        path = folder / f"{profile}.toml"
+        if path.is_file():
+            return path
+    known = sorted({p.stem for d in profile_dirs() if d.is_dir() for p in d.glob("*.toml")})
+    raise SettingsError(f"unknown device profile {str(profile)!r}; known: {', '.join(known)}")
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 only
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise SettingsError("reading profiles on Python 3.10 needs 'pip install tomli'") from None
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"cannot read profile {path}: {exc}") from None
+
+
+def _flatten(table: dict[str, Any]) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            flat.update(value)
+        else:
+            flat[key] = value
+    return flat
+
+
+def _field_types() -> dict[str, Any]:
+    return {f.name: f.type for f in fields(Settings) if f.name != "extra"}
+
+
+def _reject_unknown(values: dict[str, Any]) -> None:
+    unknown = sorted(set(values) - set(_field_types()))
+    if unknown:
+        raise SettingsError(f"unknown setting(s): {', '.join(unknown)}")
+
+
+def _coerce(values: dict[str, Any]) -> dict[str, Any]:
+    types = _field_types()
+    out = {}
+    for key, value in values.items():
+        kind = str(types[key])
+        if kind == "int" and isinstance(value, bool) or kind == "int" and not isinstance(value, int):
+            raise SettingsError(f"setting {key} must be an integer, got {value!r}")
+        if kind == "float" and not isinstance(value, (int, float)):
+            raise SettingsError(f"setting {key} must be a number, got {value!r}")
+        if kind == "bool" and not isinstance(value, bool):
+            raise SettingsError(f"setting {key} must be true or false, got {value!r}")
+        out[key] = float(value) if kind == "float" else value
+    return out
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise SettingsError(message)

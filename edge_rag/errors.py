@@ -1,0 +1,51 @@
+"""Exceptions raised by edge-rag: one plain name per failure a user can act on."""
+
+from __future__ import annotations
+
+
+class EdgeRagError(Exception):
+    """Base class of every error edge-rag raises on purpose."""
+
+
+class NotAnIndex(EdgeRagError):
+    """The path exists but holds no edge-rag index."""
+
+
+class IndexCorrupt(EdgeRagError):
+    """The index's SQLite file cannot be read as an edge-rag index."""
+
+
+class SchemaMismatch(EdgeRagError):
+    """The index was written by a schema version this edge-rag does not know."""
+
+
+class EmbedderMismatch(EdgeRagError):
+    """The index was built with another embedder than the one configured."""
+
+
+class ModelNotFound(EdgeRagError):
+    """An exported model folder is missing or incomplete."""
+
+
+class MissingExtra(EdgeRagError):
+    """An optional feature needs a package extra that is not installed."""
+
+
+class BadDocument(EdgeRagError):
+    """A document cannot be indexed (empty, binary, too large, unreadable)."""
+
+
+class IndexLocked(EdgeRagError):
+    """Another process is writing to the index."""
+
+
+class SettingsError(EdgeRagError):
+    """A device profile or a setting override is invalid."""
+
+
+class UnknownMethod(EdgeRagError):
+    """A retrieval method name that edge-rag does not provide."""
+
+
+class NoSuchDocument(EdgeRagError):
+    """A document id that is not in the index."""

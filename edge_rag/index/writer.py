@@ -1,0 +1,140 @@
+"""Writing documents into an index: one document, one transaction, vectors kept in step."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm import tqdm
+
+from ..errors import BadDocument
+from ..models.embedder import Embedder
+from ..store import DocumentRecord, GraphStore, VectorIndex
+from .chunking import Chunk, Chunker
+from .reader import Document
+
+EMBED_GROUP = 64
+VECTOR_CACHE = 4096
+
+
+@dataclass
+class InsertReport:
+    """What an insert did: documents added, skipped as duplicates, or refused."""
+
+    added: list[str] = field(default_factory=list)
+    duplicates: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    chunks: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when no document was refused."""
+        return not self.failed
+
+
+class Indexer:
+    """Adds and deletes documents; the caller holds the index's write lock."""
+
+    def __init__(self, store: GraphStore, chunk_vectors: VectorIndex, embedder: Embedder,
+                 chunker: Chunker, save_every: int) -> None:
+        self.store = store
+        self.chunk_vectors = chunk_vectors
+        self.embedder = embedder
+        self.chunker = chunker
+        self.save_every = save_every
+
+    def insert(self, documents: Iterable[Document | BadDocument], progress: bool) -> InsertReport:
+        """Insert documents one transaction each; bad ones are reported, never fatal."""
+        report, start, unsaved = InsertReport(), time.perf_counter(), 0
+        bar = tqdm(documents, unit="doc", desc="indexing", disable=not progress, leave=False)
+        for doc in bar:
+            unsaved += self._insert_reported(doc, report)
+            bar.set_postfix(chunks=report.chunks, refresh=False)
+            if unsaved >= self.save_every:
+                self.save_vectors()
+                unsaved = 0
+        if unsaved:
+            self.save_vectors()
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def delete(self, doc_id: str) -> int:
+        """Delete a document with its chunks and vectors; returns the chunk count."""
+        with self.store.write():
+            chunk_ids = self.store.delete_document(doc_id)
+            self.store.bump_generation("chunk")
+        self.chunk_vectors.remove(chunk_ids)
+        self.save_vectors()
+        return len(chunk_ids)
+
+    def save_vectors(self) -> None:
+        """Persist the chunk vector file at the generation SQLite now holds."""
+        self.chunk_vectors.save(int(self.store.vector_state("chunk")["generation"]))
+
+    def _insert_reported(self, doc: Document | BadDocument, report: InsertReport) -> int:
+        if isinstance(doc, BadDocument):
+            report.failed.append(_failure(doc))
+            return 0
+        try:
+            doc_id, n_chunks, duplicate = self._insert_one(doc)
+        except BadDocument as exc:
+            report.failed.append(_failure(exc, doc.source))
+            return 0
+        report.warnings.extend(doc.warnings)
+        if duplicate:
+            report.duplicates.append((doc.source, doc_id))
+            return 0
+        report.added.append(doc_id)
+        report.chunks += n_chunks
+        return 1
+
+    def _insert_one(self, doc: Document) -> tuple[str, int, bool]:
+        sha, n_chars = doc.fingerprint()
+        existing = self.store.document_id_for_hash(sha)
+        if existing is not None:
+            return existing, 0, True
+        doc_id = sha[:16]
+        added: list[int] = []
+        try:
+            with self.store.write():
+                self.store.add_document(DocumentRecord(doc_id, doc.source, sha, n_chars, 0, doc.metadata))
+                n_chunks = self._write_chunks(doc_id, self.chunker.chunks(doc.blocks()), added)
+                if n_chunks == 0:
+                    raise BadDocument(f"{doc.source}: document has no text to index")
+                self.store.finish_document(doc_id, n_chunks)
+                self.store.bump_generation("chunk")
+        except BaseException:
+            self.chunk_vectors.remove(added)
+            raise
+        return doc_id, n_chunks, False
+
+    def _write_chunks(self, doc_id: str, chunks: Iterator[Chunk], added: list[int]) -> int:
+        cache: dict[str, np.ndarray] = {}
+        n_written = 0
+        while group := list(itertools.islice(chunks, EMBED_GROUP)):
+            vectors = self._embed_cached([c.text for c in group], cache)
+            ids = self.store.add_chunks(doc_id, n_written, [c.text for c in group],
+                                        [c.n_tokens for c in group], vectors)
+            self.chunk_vectors.add(ids, vectors)
+            added.extend(ids)
+            n_written += len(group)
+        return n_written
+
+    def _embed_cached(self, texts: list[str], cache: dict[str, np.ndarray]) -> np.ndarray:
+        # Repeated text within one document (boilerplate, logs) is embedded once.
+        if len(cache) > VECTOR_CACHE:
+            cache.clear()
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        if missing:
+            cache.update(zip(missing, self.embedder.embed(missing)))
+        return np.stack([cache[t] for t in texts])
+
+
+def _failure(exc: BadDocument, source: str | None = None) -> tuple[str, str]:
+    message = str(exc)
+    return (source or message.split(": ", 1)[0], message)

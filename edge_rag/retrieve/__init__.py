@@ -1,0 +1,23 @@
+"""The retriever set of §3.2, created by name: 'vector' now; local, dual, topology next."""
+
+from __future__ import annotations
+
+from ..errors import UnknownMethod
+from .base import IndexView, Retriever
+from .types import RetrievedChunk, Retrieval
+from .vector import VectorRetriever
+
+RETRIEVERS: dict[str, type] = {"vector": VectorRetriever}
+ALIASES = {"vr": "vector", "naive": "vector"}
+
+
+def make_retriever(method: str, view: IndexView) -> Retriever:
+    """The retriever registered under ``method`` (case-insensitive, aliases allowed)."""
+    name = ALIASES.get(method.lower(), method.lower())
+    if name not in RETRIEVERS:
+        known = ", ".join(sorted(RETRIEVERS))
+        raise UnknownMethod(f"unknown retrieval method {method!r}; available: {known}")
+    return RETRIEVERS[name](view)
+
+
+__all__ = ["IndexView", "Retrieval", "RetrievedChunk", "Retriever", "make_retriever", "RETRIEVERS"]

@@ -1,0 +1,42 @@
+"""What a retriever needs from the index, and the interface every method implements."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..config import Settings
+from ..models.embedder import Embedder
+from ..store import GraphStore, VectorIndex
+from .types import Retrieval
+
+
+@dataclass
+class IndexView:
+    """The parts of an open index that retrievers read."""
+
+    settings: Settings
+    store: GraphStore
+    embedder: Embedder
+    chunk_vectors: VectorIndex
+
+
+class Retriever(Protocol):
+    """One retrieval method (VR, LR, DR, TR)."""
+
+    name: str
+
+    def retrieve(self, question: str, top_k: int) -> Retrieval:
+        """Context for a question."""
+        ...
+
+
+@contextmanager
+def timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    """Add the wall time of a block to ``timings[stage]`` in milliseconds."""
+    start = time.perf_counter()
+    yield
+    timings[stage] = timings.get(stage, 0.0) + (time.perf_counter() - start) * 1000.0

@@ -1,0 +1,33 @@
+"""What every retrieval method returns."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RetrievedChunk:
+    """A chunk chosen as context, with where it came from and how well it matched."""
+
+    chunk_id: int
+    doc_id: str
+    source: str
+    text: str
+    score: float
+
+
+@dataclass
+class Retrieval:
+    """The context one method found for one question, with per-stage timings."""
+
+    question: str
+    method: str
+    chunks: list[RetrievedChunk] = field(default_factory=list)
+    entities: list[Any] = field(default_factory=list)
+    relations: list[Any] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form (the CLI's ``--json`` output)."""
+        return asdict(self)

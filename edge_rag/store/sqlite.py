@@ -1,0 +1,302 @@
+"""The index's SQLite file: schema, manifest, documents, chunks and vectors at rest."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+
+from ..config import Settings
+from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
+from .schema import DDL, SCHEMA_VERSION, VECTOR_KINDS
+
+DB_FILE = "index.sqlite"
+VECTOR_TABLES = {"chunk": "chunks", "entity": "entities", "relation": "relations"}
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """One stored document (its text lives in its chunks)."""
+
+    id: str
+    source: str
+    content_sha256: str
+    n_chars: int
+    n_chunks: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+    added_at: str = ""
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One stored chunk with the source of its document."""
+
+    id: int
+    doc_id: str
+    ord: int
+    text: str
+    n_tokens: int
+    source: str
+
+
+class GraphStore:
+    """Typed access to the index's SQLite file; every write goes through ``write()``."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+        self.db = sqlite_utils.Database(conn)
+
+    @classmethod
+    def open(cls, directory: Path, settings: Settings, create: bool = True) -> GraphStore:
+        """Open the index in ``directory``, creating it when allowed and absent."""
+        path = directory / DB_FILE
+        _check_directory(directory, path, create)
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+            _configure(conn, settings)
+            store = cls(conn, path)
+            store._ensure_schema()
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorrupt(f"{path} is not a readable edge-rag index: {exc}") from None
+        return store
+
+    def close(self) -> None:
+        """Close the connection (checkpointing the WAL when this is the last one)."""
+        self.conn.close()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """One atomic write transaction: all of it commits, or none of it."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- manifest -------------------------------------------------------------------------
+
+    def manifest(self) -> dict[str, str]:
+        """All manifest entries."""
+        return dict(self.conn.execute("SELECT key, value FROM manifest").fetchall())
+
+    def bind_embedder(self, identity: dict[str, str]) -> None:
+        """Record the embedder on first use; refuse a different one afterwards."""
+        manifest = self.manifest()
+        if "embedder_name" not in manifest:
+            with self.write():
+                self._set_manifest({f"embedder_{k}": v for k, v in identity.items()})
+            return
+        recorded = {k: manifest.get(f"embedder_{k}") for k in identity}
+        if recorded != identity:
+            raise EmbedderMismatch(
+                f"index {self.path.parent} was built with embedder {recorded['name']} "
+                f"(dim {recorded['dimension']}, sha256 {str(recorded['sha256'])[:12]}), "
+                f"but {identity['name']} (dim {identity['dimension']}, sha256 "
+                f"{identity['sha256'][:12]}) is configured; use the same embedder or a new index"
+            )
+
+    def index_settings(self) -> dict[str, Any]:
+        """Settings recorded at creation that every later insert must keep."""
+        return json.loads(self.manifest().get("index_settings", "{}"))
+
+    def _ensure_schema(self) -> None:
+        if "manifest" not in self.db.table_names():
+            self._create_schema()
+            return
+        version = self.manifest().get("schema_version")
+        if version != str(SCHEMA_VERSION):
+            raise SchemaMismatch(
+                f"index {self.path.parent} has schema version {version}; this edge-rag "
+                f"reads version {SCHEMA_VERSION}: rebuild the index or use a matching edge-rag"
+            )
+
+    def _create_schema(self) -> None:
+        with self.write():
+            for statement in DDL.split(";"):
+                if statement.strip():
+                    self.conn.execute(statement)
+            self._set_manifest({"schema_version": str(SCHEMA_VERSION), "created_at": _now()})
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO vector_files(kind) VALUES (?)", [(k,) for k in VECTOR_KINDS]
+            )
+
+    def record_index_settings(self, values: dict[str, Any]) -> None:
+        """Store the chunking and vector settings the index was created with."""
+        with self.write():
+            self._set_manifest({"index_settings": json.dumps(values, sort_keys=True)})
+
+    def _set_manifest(self, values: dict[str, str]) -> None:
+        self.conn.executemany(
+            "INSERT INTO manifest(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            list(values.items()),
+        )
+
+    # -- documents and chunks --------------------------------------------------------------
+
+    def document_id_for_hash(self, content_sha256: str) -> str | None:
+        """Id of the document with this content hash, if stored."""
+        row = self.conn.execute(
+            "SELECT id FROM documents WHERE content_sha256 = ?", (content_sha256,)
+        ).fetchone()
+        return row[0] if row else None
+
+    def document(self, doc_id: str) -> DocumentRecord:
+        """A stored document by id."""
+        row = self.conn.execute("SELECT * FROM documents WHERE id = ?", (doc_id,)).fetchone()
+        if row is None:
+            raise NoSuchDocument(f"no document {doc_id!r} in {self.path.parent}")
+        return _document(row)
+
+    def documents(self) -> list[DocumentRecord]:
+        """Every stored document, oldest first."""
+        rows = self.conn.execute("SELECT * FROM documents ORDER BY rowid").fetchall()
+        return [_document(row) for row in rows]
+
+    def add_document(self, doc: DocumentRecord) -> None:
+        """Insert the document row (call inside ``write()``, before its chunks)."""
+        self.conn.execute(
+            "INSERT INTO documents(id, source, content_sha256, n_chars, n_chunks, metadata, added_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (doc.id, doc.source, doc.content_sha256, doc.n_chars, doc.n_chunks,
+             json.dumps(doc.metadata, sort_keys=True), doc.added_at or _now()),
+        )
+
+    def finish_document(self, doc_id: str, n_chunks: int) -> None:
+        """Record the final chunk count of a document being written."""
+        self.conn.execute("UPDATE documents SET n_chunks = ? WHERE id = ?", (n_chunks, doc_id))
+
+    def add_chunks(self, doc_id: str, first_ord: int, texts: Sequence[str],
+                   n_tokens: Sequence[int], vectors: np.ndarray) -> list[int]:
+        """Insert chunks with their f16 vectors; returns their ids."""
+        blobs = vectors.astype(np.float16)
+        ids = []
+        for i, text in enumerate(texts):
+            cursor = self.conn.execute(
+                "INSERT INTO chunks(doc_id, ord, text, n_tokens, vector) VALUES (?, ?, ?, ?, ?)",
+                (doc_id, first_ord + i, text, int(n_tokens[i]), blobs[i].tobytes()),
+            )
+            ids.append(int(cursor.lastrowid))
+        return ids
+
+    def delete_document(self, doc_id: str) -> list[int]:
+        """Delete a document and its chunks (call inside ``write()``); returns chunk ids."""
+        self.document(doc_id)
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE doc_id = ?", (doc_id,))]
+        self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+        return ids
+
+    def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRecord]:
+        """Chunks by id (ids that no longer exist are absent)."""
+        out: dict[int, ChunkRecord] = {}
+        for start in range(0, len(ids), 500):
+            part = [int(i) for i in ids[start : start + 500]]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                "SELECT c.id, c.doc_id, c.ord, c.text, c.n_tokens, d.source FROM chunks c "
+                f"JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})",
+                part,
+            )
+            out.update({row[0]: ChunkRecord(*row) for row in rows})
+        return out
+
+    def document_chunks(self, doc_id: str) -> list[ChunkRecord]:
+        """A document's chunks in order."""
+        rows = self.conn.execute(
+            "SELECT c.id, c.doc_id, c.ord, c.text, c.n_tokens, d.source FROM chunks c "
+            "JOIN documents d ON d.id = c.doc_id WHERE c.doc_id = ? ORDER BY c.ord",
+            (doc_id,),
+        )
+        return [ChunkRecord(*row) for row in rows]
+
+    # -- vectors at rest ------------------------------------------------------------------
+
+    def iter_vectors(self, kind: str, batch: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(ids, f16 vectors) of every stored vector of a kind, in batches."""
+        table = VECTOR_TABLES[kind]
+        cursor = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL")
+        while rows := cursor.fetchmany(batch):
+            ids = np.array([r[0] for r in rows], dtype=np.uint64)
+            yield ids, np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows])
+
+    def vector_count(self, kind: str) -> int:
+        """How many vectors of a kind SQLite holds."""
+        table = VECTOR_TABLES[kind]
+        return int(self.conn.execute(
+            f"SELECT count(*) FROM {table} WHERE vector IS NOT NULL").fetchone()[0])
+
+    def bump_generation(self, kind: str) -> None:
+        """Mark the vectors of a kind as changed (call inside the changing transaction)."""
+        self.conn.execute("UPDATE vector_files SET generation = generation + 1 WHERE kind = ?", (kind,))
+
+    def vector_state(self, kind: str) -> dict[str, int | None]:
+        """Current generation and what was recorded when the vector file was last saved."""
+        row = self.conn.execute(
+            "SELECT generation, saved_generation, saved_count, saved_bytes, saved_crc32 "
+            "FROM vector_files WHERE kind = ?", (kind,)
+        ).fetchone()
+        keys = ("generation", "saved_generation", "saved_count", "saved_bytes", "saved_crc32")
+        return dict(zip(keys, row))
+
+    def record_vector_file(self, kind: str, generation: int, count: int, size: int, crc: int) -> None:
+        """Remember which generation the vector file on disk holds."""
+        with self.write():
+            self.conn.execute(
+                "UPDATE vector_files SET saved_generation = ?, saved_count = ?, saved_bytes = ?, "
+                "saved_crc32 = ? WHERE kind = ?", (generation, count, size, crc, kind)
+            )
+
+    # -- statistics -------------------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        """Row counts of what the index holds."""
+        one = lambda sql: int(self.conn.execute(sql).fetchone()[0])  # noqa: E731
+        return {
+            "documents": self.db["documents"].count,
+            "chunks": self.db["chunks"].count,
+            "entities": self.db["entities"].count,
+            "relations": one("SELECT count(*) FROM relations WHERE kind = 'structural'"),
+            "similar_edges": one("SELECT count(*) FROM relations WHERE kind = 'similar'"),
+        }
+
+
+def _check_directory(directory: Path, path: Path, create: bool) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise NotAnIndex(f"{directory} is a file, not an index directory")
+    if path.is_file():
+        return
+    if not create:
+        raise NotAnIndex(f"{directory} is not an edge-rag index (no {DB_FILE})")
+    if directory.is_dir() and any(directory.iterdir()):
+        raise NotAnIndex(
+            f"{directory} is not empty and holds no edge-rag index; choose an empty or new folder"
+        )
+
+
+def _configure(conn: sqlite3.Connection, settings: Settings) -> None:
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute(f"PRAGMA cache_size = {-1024 * int(settings.sqlite_cache_mb)}")
+    conn.execute(f"PRAGMA mmap_size = {1024 * 1024 * int(settings.sqlite_mmap_mb)}")
+
+
+def _document(row: tuple) -> DocumentRecord:
+    return DocumentRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6])
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
