@@ -29,7 +29,7 @@ class Settings:
     embedder: str = "all-MiniLM-L6-v2-int8"
     chunk_tokens: int = 180
     chunk_overlap: int = 40
-    embed_batch_size: int = 32
+    embed_batch_size: int = 8
     vector_dtype: str = "f16"
     threads: int = 0
     top_k: int = 5

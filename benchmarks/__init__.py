@@ -1,0 +1,1 @@
+"""On-device benchmark scripts: each prints a table and writes JSON to benchmarks/results/."""

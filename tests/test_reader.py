@@ -1,0 +1,109 @@
+"""Reading sources: text policy, records, archives and every kind of bad input."""
+
+import json
+import zipfile
+
+import pytest
+
+from edge_rag import BadDocument
+from edge_rag.index import Document, read_sources
+
+MB = 2**20
+
+
+def _read(*paths, limit=MB):
+    return list(read_sources(list(paths), limit))
+
+
+def _text(doc: Document) -> str:
+    return "".join(doc.blocks())
+
+
+def test_text_file_is_read_whole(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("hello\nworld\n", encoding="utf-8")
+    [doc] = _read(path)
+    assert doc.source == str(path) and _text(doc) == "hello\nworld\n"
+
+
+def test_bom_is_stripped_and_utf16_is_accepted(tmp_path):
+    (tmp_path / "bom.txt").write_bytes("\ufeffcafé".encode("utf-8"))
+    (tmp_path / "wide.txt").write_bytes("naïve text".encode("utf-16"))
+    bom, wide = _read(tmp_path / "bom.txt", tmp_path / "wide.txt")
+    assert _text(bom) == "café" and _text(wide) == "naïve text"
+
+
+def test_invalid_utf8_is_replaced_with_a_warning(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"good start \xff\xfe\xfa good end")
+    [doc] = _read(path)
+    assert _text(doc) == "good start \ufffd\ufffd\ufffd good end"
+    assert doc.warnings and "U+FFFD" in doc.warnings[0]
+
+
+def test_binary_file_is_refused(tmp_path):
+    path = tmp_path / "image.txt"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    [error] = _read(path)
+    assert isinstance(error, BadDocument) and "binary" in str(error)
+
+
+def test_empty_and_blank_documents_are_refused():
+    for text in ("", "   \n\t  \n"):
+        with pytest.raises(BadDocument, match="empty"):
+            Document.from_text(text, "blank").fingerprint()
+
+
+def test_missing_path_is_reported(tmp_path):
+    [error] = _read(tmp_path / "nope.txt")
+    assert isinstance(error, BadDocument) and "no such file" in str(error)
+
+
+def test_oversized_file_is_refused_before_reading(tmp_path):
+    path = tmp_path / "big.txt"
+    path.write_bytes(b"x" * (MB + 1))
+    [error] = _read(path, limit=MB)
+    assert isinstance(error, BadDocument) and "max_document_mb" in str(error)
+
+
+def test_json_and_jsonl_records(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps([{"title": "Ada", "text": "Ada wrote notes.", "year": 1843}]))
+    (tmp_path / "b.jsonl").write_text('{"id": "x1", "body": "first"}\n\n{"content": "second"}\n{"nope": 1}\n')
+    docs = _read(tmp_path)
+    first, second, third, bad = docs
+    assert first.source.endswith("a.json#Ada") and _text(first) == "Ada\nAda wrote notes."
+    assert first.metadata == {"title": "Ada", "year": 1843}
+    assert second.source.endswith("b.jsonl#x1") and _text(third) == "second"
+    assert isinstance(bad, BadDocument) and "no text field" in str(bad)
+
+
+def test_invalid_json_is_reported(tmp_path):
+    (tmp_path / "broken.json").write_text("[{")
+    [error] = _read(tmp_path / "broken.json")
+    assert isinstance(error, BadDocument) and "invalid JSON" in str(error)
+
+
+def test_folder_is_read_recursively_in_order(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.md").write_text("beta")
+    (tmp_path / "a.txt").write_text("alpha")
+    (tmp_path / "skip.bin").write_bytes(b"\x00")
+    assert [_text(d) for d in _read(tmp_path)] == ["alpha", "beta"]
+
+
+def test_zip_members_are_read_in_place(tmp_path):
+    archive = tmp_path / "docs.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr("x/one.txt", "one")
+        handle.writestr("x/two.md", "two")
+        handle.writestr("x/ignored.png", b"\x00")
+    docs = _read(archive)
+    assert [d.source for d in docs] == [f"{archive}/x/one.txt", f"{archive}/x/two.md"]
+    assert [_text(d) for d in docs] == ["one", "two"]
+
+
+def test_fingerprint_is_the_same_for_file_and_string(tmp_path):
+    path = tmp_path / "same.txt"
+    path.write_text("same content", encoding="utf-8")
+    [doc] = _read(path)
+    assert doc.fingerprint() == Document.from_text("same content").fingerprint()
