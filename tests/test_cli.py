@@ -1,0 +1,74 @@
+"""The edge-rag command line: every command has --help, is documented, and --json is stable."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from edge_rag.cli import build_parser, main
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+COMMANDS = [["export"], ["export", "embedder"], ["index"], ["retrieve"], ["delete"],
+            ["documents"], ["stats"]]
+
+
+def _json(capsys, *argv) -> object:
+    assert main(["--help"] if not argv else list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: edge-rag " + " ".join(command) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_is_documented_in_the_readme(command):
+    assert re.search(rf"^#### `edge-rag {' '.join(command)}\b", README, re.MULTILINE), command
+
+
+def test_parser_lists_exactly_the_documented_commands():
+    parser = build_parser()
+    top = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert sorted(top.choices) == sorted({c[0] for c in COMMANDS})
+
+
+def test_index_retrieve_documents_delete_stats_json(tmp_path, lihua_dir, capsys, model_folder):
+    index = str(tmp_path / "index")
+    files = [str(lihua_dir / "20260105_1400.txt"), str(lihua_dir / "20260106_2000.txt")]
+    report = _json(capsys, "index", *files, "--index", index, "--json")
+    assert set(report) == {"added", "duplicates", "failed", "warnings", "chunks", "seconds"}
+    assert len(report["added"]) == 2 and report["failed"] == []
+
+    found = _json(capsys, "retrieve", "When does Li Hua check in with Adam?", "--index", index,
+                  "--top-k", "2", "--json")
+    assert {"question", "method", "chunks", "timings_ms"} <= set(found)
+    assert set(found["chunks"][0]) == {"chunk_id", "doc_id", "source", "text", "score"}
+
+    documents = _json(capsys, "documents", "--index", index, "--json")
+    assert {d["doc_id"] for d in documents} == set(report["added"])
+
+    deleted = _json(capsys, "delete", report["added"][0], "--index", index, "--json")
+    assert deleted["doc_id"] == report["added"][0] and deleted["chunks_deleted"] >= 1
+
+    stats = _json(capsys, "stats", "--index", index, "--json")
+    assert stats["documents"] == 1 and stats["total_bytes"] == sum(stats["files"].values())
+    assert {"chunks", "entities", "relations", "similar_edges", "embedder"} <= set(stats)
+
+
+def test_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, model_folder):
+    assert main(["stats", "--index", str(tmp_path / "absent")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("edge-rag: error:") and "not an edge-rag index" in err and "\n" not in err
+
+    (tmp_path / "empty.txt").write_text("")
+    assert main(["index", str(tmp_path / "empty.txt"), "--index", str(tmp_path / "i"),
+                 "--no-progress"]) == 1
+    assert "empty" in capsys.readouterr().err
+
+    assert main(["stats", "--index", str(tmp_path / "i"), "--profile", "nope"]) == 1
+    assert "unknown device profile" in capsys.readouterr().err
