@@ -13,8 +13,14 @@ from pathlib import Path
 
 from edge_rag import EdgeRAG
 
-from .common import (LIHUA_ZIP, document_timestamp, lihua_queries, markdown_table, peak_rss_mb,
-                     write_result)
+from .common import (
+    LIHUA_ZIP,
+    document_timestamp,
+    lihua_queries,
+    markdown_table,
+    peak_rss_mb,
+    write_result,
+)
 
 KS = (1, 3, 5, 10)
 

@@ -17,7 +17,7 @@ from .errors import (
     UnknownMethod,
 )
 from .index import Document, InsertReport
-from .retrieve import RetrievedChunk, Retrieval
+from .retrieve import Retrieval, RetrievedChunk
 
 __version__ = "0.1.0"
 

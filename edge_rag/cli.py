@@ -141,7 +141,7 @@ def _index(args: argparse.Namespace) -> int:
     with _open(args, create=True) as rag:
         report = rag.insert(*args.paths, progress=not (args.no_progress or args.json))
     _emit(args, _report_dict(report), _report_text(report))
-    for source, message in report.failed:
+    for _source, message in report.failed:
         print(f"edge-rag: error: {message}", file=sys.stderr)
     return 0 if report.ok else 1
 

@@ -1,11 +1,13 @@
 """Token chunking: budgets hold, lines stay whole, streaming gives the same chunks."""
 
-from hypothesis import given, settings as hsettings
+from hypothesis import given
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from edge_rag.index import Chunker
 
-TEXT = "\n".join(f"Speaker{i % 3}: message number {i} about the garden party and the cake." for i in range(60))
+LINE = "Speaker{}: message number {} about the garden party and the cake."
+TEXT = "\n".join(LINE.format(i % 3, i) for i in range(60))
 
 
 def _chunker(embedder, size=40, overlap=10):

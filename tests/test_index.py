@@ -2,8 +2,17 @@
 
 import pytest
 
-from edge_rag import (EdgeRAG, EmbedderMismatch, IndexCorrupt, NoSuchDocument,
-                      NotAnIndex, SchemaMismatch, Settings, SettingsError, UnknownMethod)
+from edge_rag import (
+    EdgeRAG,
+    EmbedderMismatch,
+    IndexCorrupt,
+    NoSuchDocument,
+    NotAnIndex,
+    SchemaMismatch,
+    Settings,
+    SettingsError,
+    UnknownMethod,
+)
 
 QUESTION = "What time does Li Hua check in with Adam about moving in?"
 
@@ -61,7 +70,8 @@ def test_delete_removes_chunks_and_vectors(rag):
 def test_stats_counts_and_files(rag):
     rag.insert_text("One small document.", source="one")
     stats = rag.stats()
-    assert (stats.documents, stats.chunks, stats.entities, stats.relations, stats.similar_edges) == (1, 1, 0, 0, 0)
+    counts = (stats.documents, stats.chunks, stats.entities, stats.relations, stats.similar_edges)
+    assert counts == (1, 1, 0, 0, 0)
     assert {"index.sqlite", "chunks.usearch"} <= set(stats.files)
     assert stats.total_bytes == sum(stats.files.values()) > 0
 

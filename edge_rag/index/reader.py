@@ -80,7 +80,7 @@ def _read_file(path: Path, max_bytes: int) -> Iterator[Document | BadDocument]:
             yield from _read_zip(path, max_bytes)
             return
         _check_size(str(path), size, max_bytes)
-        opener = lambda: open(path, "rb")  # noqa: E731
+        opener = lambda: open(path, "rb")
         if suffix in RECORD_SUFFIXES:
             yield from _read_records(str(path), opener, suffix)
         else:
@@ -99,7 +99,7 @@ def _read_zip(path: Path, max_bytes: int) -> Iterator[Document | BadDocument]:
         if suffix not in TEXT_SUFFIXES + RECORD_SUFFIXES:
             continue
         source = f"{path}/{name}"
-        opener = lambda name=name: archive.open(name)  # noqa: E731
+        opener = lambda name=name: archive.open(name)
         try:
             _check_size(source, archive.getinfo(name).file_size, max_bytes)
             if suffix in RECORD_SUFFIXES:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import UnknownMethod
 from .base import IndexView, Retriever
-from .types import RetrievedChunk, Retrieval
+from .types import Retrieval, RetrievedChunk
 from .vector import VectorRetriever
 
 RETRIEVERS: dict[str, type] = {"vector": VectorRetriever}
@@ -20,4 +20,4 @@ def make_retriever(method: str, view: IndexView) -> Retriever:
     return RETRIEVERS[name](view)
 
 
-__all__ = ["IndexView", "Retrieval", "RetrievedChunk", "Retriever", "make_retriever", "RETRIEVERS"]
+__all__ = ["RETRIEVERS", "IndexView", "Retrieval", "RetrievedChunk", "Retriever", "make_retriever"]

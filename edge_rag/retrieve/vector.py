@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .base import IndexView, timed
-from .types import RetrievedChunk, Retrieval
+from .types import Retrieval, RetrievedChunk
 
 # Fetch a few extra neighbours: a chunk deleted by another process may still be in a view.
 OVERFETCH = 4

@@ -262,7 +262,7 @@ class GraphStore:
 
     def counts(self) -> dict[str, int]:
         """Row counts of what the index holds."""
-        one = lambda sql: int(self.conn.execute(sql).fetchone()[0])  # noqa: E731
+        one = lambda sql: int(self.conn.execute(sql).fetchone()[0])
         return {
             "documents": self.db["documents"].count,
             "chunks": self.db["chunks"].count,
