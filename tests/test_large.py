@@ -1,0 +1,50 @@
+"""A 50 MB text file is streamed: it indexes whole within a bounded memory footprint."""
+
+import json
+import random
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+FIFTY_MB = 50 * 2**20
+# Peak RSS measured ~290 MiB for this file (~200 MiB for a 5 MB one). Holding the decoded text,
+# its ~100k chunks and their float32 vectors at once would push well past this bound.
+RSS_BOUND_MB = 400
+
+CHILD = textwrap.dedent("""
+    import json, resource, sys
+    from edge_rag import EdgeRAG
+    with EdgeRAG.open(sys.argv[1], progress=False) as rag:
+        report = rag.insert(sys.argv[2])
+        top = rag.retrieve("harbour lantern meadow", top_k=1).chunks
+    print(json.dumps({"added": len(report.added), "chunks": report.chunks,
+                      "failed": report.failed, "top_source": top[0].source if top else None,
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+""")
+
+
+def _write_big_file(path) -> None:
+    rng = random.Random(7)
+    words = "alpha beta gamma delta harbour garden lantern meadow river candle orchard copper".split()
+    lines = [f"{rng.choice(['Ada', 'Bob', 'Cy'])}: " + " ".join(rng.choices(words, k=8))
+             for _ in range(300)]
+    block = ("\n".join(lines) + "\n").encode()
+    with open(path, "wb") as handle:
+        for _ in range(FIFTY_MB // len(block) + 1):
+            handle.write(block)
+
+
+@pytest.mark.slow
+def test_fifty_megabyte_file_is_streamed(tmp_path, model_folder):
+    big = tmp_path / "big.txt"
+    _write_big_file(big)
+    assert big.stat().st_size >= FIFTY_MB
+    child = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "index"), str(big)],
+                           capture_output=True, text=True, check=True)
+    result = json.loads(child.stdout.strip().splitlines()[-1])
+    assert result["added"] == 1 and result["failed"] == []
+    assert result["chunks"] > 50_000
+    assert result["top_source"] == str(big)
+    assert result["peak_rss_mb"] < RSS_BOUND_MB, result
