@@ -35,12 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     with EdgeRAG.open(folder, args.profile, **overrides) as rag:
         build = _build(rag)
         recall = _recall(rag, lihua_queries())
-        stats = rag.stats()
+        embedder = rag.stats().embedder
+    files = {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()}
     result = {"settings": {"profile": rag.settings.profile, "chunk_tokens":
                            rag.settings.chunk_tokens, "chunk_overlap": rag.settings.chunk_overlap,
-                           "embedder": stats.embedder, "vector_dtype": rag.settings.vector_dtype},
-              "build": build, "recall": recall, "index_bytes": stats.files,
-              "index_total_bytes": stats.total_bytes, "peak_rss_mb": round(peak_rss_mb(), 1)}
+                           "embedder": embedder, "vector_dtype": rag.settings.vector_dtype},
+              "build": build, "recall": recall, "index_bytes": files,
+              "index_total_bytes": sum(files.values()), "peak_rss_mb": round(peak_rss_mb(), 1)}
     _print(result)
     print(f"wrote {write_result(args.name, result)}")
     return 0
