@@ -51,7 +51,8 @@ class Indexer:
     def insert(self, documents: Iterable[Document | BadDocument], progress: bool) -> InsertReport:
         """Insert documents one transaction each; bad ones are reported, never fatal."""
         report, start, unsaved = InsertReport(), time.perf_counter(), 0
-        bar = tqdm(documents, unit="doc", desc="indexing", disable=not progress, leave=False)
+        bar = tqdm(documents, unit="doc", desc="indexing", disable=not progress, leave=False,
+                   mininterval=1.0)
         for doc in bar:
             unsaved += self._insert_reported(doc, report)
             bar.set_postfix(chunks=report.chunks, refresh=False)
