@@ -8,10 +8,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from .answer import Answer, Answerer, AnswerStream
 from .config import Settings
 from .errors import BadDocument, ModelNotFound
 from .index import Chunker, Document, Indexer, InsertReport, read_sources
 from .models import Embedder, ModelFolder
+from .models.slm import SLM, SLM_HINT
 from .retrieve import IndexView, Retrieval, make_retriever
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 
@@ -57,6 +59,7 @@ class EdgeRAG:
         if self._folder is not None:
             store.bind_embedder(self._folder.identity)
         self._embedder: Embedder | None = None
+        self._slm: SLM | None = None
         self._chunk_vectors: VectorIndex | None = None
 
     @classmethod
@@ -122,6 +125,26 @@ class EdgeRAG:
         """Context for a question by one retrieval method (``"vector"``: VR, eq. 7)."""
         view = IndexView(self.settings, self.store, self.embedder, self._vectors())
         return make_retriever(method, view).retrieve(question, top_k or self.settings.top_k)
+
+    def ask(self, question: str, method: str = "vector", top_k: int | None = None,
+            stream: bool = False) -> Answer | AnswerStream:
+        """Answer a question from the index with the SLM, citing numbered sources.
+
+        With ``stream=True`` the result is an ``AnswerStream``: iterate it for text pieces;
+        its ``.answer`` is complete once the iteration ends.
+        """
+        retrieval = self.retrieve(question, method=method, top_k=top_k)
+        answerer = Answerer(self.slm, self.settings.context_token_budget,
+                            self.settings.answer_max_tokens)
+        return answerer.stream(question, retrieval) if stream else answerer.answer(question, retrieval)
+
+    @property
+    def slm(self) -> SLM:
+        """The small language model, loaded on first use."""
+        if self._slm is None:
+            folder = ModelFolder.open(self.settings.home / "models" / self.settings.slm, SLM_HINT)
+            self._slm = SLM(folder, self.settings.intra_op_threads, self.settings.slm_context_tokens)
+        return self._slm
 
     def documents(self) -> list[DocumentRecord]:
         """Every stored document."""

@@ -1,4 +1,4 @@
-"""The ``edge-rag`` command line: export, index, retrieve, delete, documents, stats."""
+"""The ``edge-rag`` command line: export, index, retrieve, ask, delete, documents, stats."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .answer import Answer
 from .api import EdgeRAG
 from .config import Settings
 from .errors import EdgeRagError
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export(commands)
     _add_index(commands)
     _add_retrieve(commands)
+    _add_ask(commands)
     _add_delete(commands)
     _add_documents(commands)
     _add_stats(commands)
@@ -68,6 +70,18 @@ def _add_export(commands: Any) -> None:
     embedder.add_argument("--home", help="models home (default: $EDGE_RAG_HOME or ~/.cache/edge-rag)")
     embedder.add_argument("--force", action="store_true", help="export again even if present")
     embedder.set_defaults(handler=_export_embedder)
+    slm = kinds.add_parser("slm", help="a small language model (default qwen2.5-coder-0.5b)",
+                           description="Export a small language model (a packaged one, a .gguf "
+                           "file or a Hugging Face folder) to ONNX with KV cache and int8 weights "
+                           "(weight-only MatMulNBits).")
+    slm.add_argument("source", nargs="?", default="qwen2.5-coder-0.5b",
+                     help="smollm2-135m, qwen2.5-coder-0.5b, a .gguf file or an HF model folder "
+                     "(default: %(default)s)")
+    slm.add_argument("--name", help="model name (default: derived from the source)")
+    slm.add_argument("--home", help="models home (default: $EDGE_RAG_HOME or ~/.cache/edge-rag)")
+    slm.add_argument("--keep-fp32", action="store_true", help="also write the fp32 model folder")
+    slm.add_argument("--force", action="store_true", help="export again even if present")
+    slm.set_defaults(handler=_export_slm)
     export.set_defaults(handler=lambda args: _usage(export))
 
 
@@ -91,6 +105,19 @@ def _add_retrieve(commands: Any) -> None:
                           help="retrieval method (default: %(default)s)")
     retrieve.add_argument("--top-k", type=int, default=None, help="how many chunks (default: profile)")
     retrieve.set_defaults(handler=_retrieve)
+
+
+def _add_ask(commands: Any) -> None:
+    ask = commands.add_parser("ask", help="answer a question with the SLM and cite sources",
+                              description="Retrieve context, then answer with the small language "
+                              "model; the answer cites numbered sources.")
+    ask.add_argument("question", help="the question, in quotes")
+    _common(ask)
+    ask.add_argument("--method", default="vector", choices=sorted(RETRIEVERS),
+                     help="retrieval method (default: %(default)s)")
+    ask.add_argument("--top-k", type=int, default=None, help="chunks to retrieve (default: profile)")
+    ask.add_argument("--stream", action="store_true", help="print the answer as it is generated")
+    ask.set_defaults(handler=_ask)
 
 
 def _add_delete(commands: Any) -> None:
@@ -153,6 +180,20 @@ def _retrieve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ask(args: argparse.Namespace) -> int:
+    with _open(args) as rag:
+        if args.stream and not args.json:
+            stream = rag.ask(args.question, method=args.method, top_k=args.top_k, stream=True)
+            for piece in stream:
+                print(piece, end="", flush=True)
+            print()
+            print(_sources_text(stream.answer))
+            return 0
+        answer = rag.ask(args.question, method=args.method, top_k=args.top_k)
+    _emit(args, answer.to_dict(), f"{answer.text}\n{_sources_text(answer)}")
+    return 0
+
+
 def _delete(args: argparse.Namespace) -> int:
     with _open(args) as rag:
         removed = rag.delete(args.doc_id)
@@ -184,6 +225,25 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+def _export_slm(args: argparse.Namespace) -> int:
+    from .config import models_home
+
+    try:
+        from edge_rag_export.slm import export_slm
+    except ImportError as exc:
+        raise EdgeRagError(f"the export tool is not installed ({exc}); "
+                           "pip install 'edge-rag[export]'") from None
+    print(export_slm(models_home(args.home), args.source, args.name, args.force, args.keep_fp32))
+    return 0
+
+
+def _sources_text(answer: Answer) -> str:
+    lines = [f"[{i}] {c.source} (doc {c.doc_id}, chunk {c.chunk_id})"
+             for i, c in enumerate(answer.sources, 1)]
+    timing = ", ".join(f"{k} {v:.0f} ms" for k, v in answer.timings.items())
+    return "\n".join(["sources:", *lines, f"timings: {timing}"])
+
 
 def _open(args: argparse.Namespace, create: bool = False) -> EdgeRAG:
     Settings.load(args.profile)  # validate the profile before touching the index

@@ -30,6 +30,10 @@ class Settings:
     chunk_tokens: int = 128
     chunk_overlap: int = 32
     embed_batch_size: int = 8
+    slm: str = "qwen2.5-coder-0.5b-int8"
+    slm_context_tokens: int = 2048
+    context_token_budget: int = 1024
+    answer_max_tokens: int = 96
     vector_dtype: str = "f16"
     threads: int = 0
     top_k: int = 5
@@ -45,6 +49,10 @@ class Settings:
         _check(0 <= self.chunk_overlap < self.chunk_tokens // 2,
                "chunk_overlap must be >= 0 and below half of chunk_tokens")
         _check(self.embed_batch_size >= 1, "embed_batch_size must be at least 1")
+        _check(self.slm_context_tokens >= 256, "slm_context_tokens must be at least 256")
+        _check(self.context_token_budget >= 64, "context_token_budget must be at least 64")
+        _check(1 <= self.answer_max_tokens < self.slm_context_tokens // 2,
+               "answer_max_tokens must be >= 1 and below half of slm_context_tokens")
         _check(self.vector_dtype in VECTOR_DTYPES, f"vector_dtype must be one of {VECTOR_DTYPES}")
         _check(self.threads >= 0, "threads must be >= 0 (0 = all cores)")
         _check(self.top_k >= 1, "top_k must be at least 1")

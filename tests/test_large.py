@@ -27,7 +27,8 @@ CHILD = textwrap.dedent("""
 
 def _write_big_file(path) -> None:
     rng = random.Random(7)
-    words = "alpha beta gamma delta harbour garden lantern meadow river candle orchard copper".split()
+    words = ["alpha", "beta", "gamma", "delta", "harbour", "garden", "lantern", "meadow", "river",
+             "candle", "orchard", "copper"]
     lines = [f"{rng.choice(['Ada', 'Bob', 'Cy'])}: " + " ".join(rng.choices(words, k=8))
              for _ in range(300)]
     block = ("\n".join(lines) + "\n").encode()

@@ -1,13 +1,13 @@
-"""The retriever set of §3.2, created by name: 'vector' now; local, dual, topology next."""
+"""The retriever set of §3.2, created by name: 'none' and 'vector' now; local, dual, topology next."""
 
 from __future__ import annotations
 
 from ..errors import UnknownMethod
 from .base import IndexView, Retriever
 from .types import Retrieval, RetrievedChunk
-from .vector import VectorRetriever
+from .vector import NoRetriever, VectorRetriever
 
-RETRIEVERS: dict[str, type] = {"vector": VectorRetriever}
+RETRIEVERS: dict[str, type] = {"none": NoRetriever, "vector": VectorRetriever}
 ALIASES = {"vr": "vector", "naive": "vector"}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..store import ChunkRecord
 from .base import IndexView, timed
 from .types import Retrieval, RetrievedChunk
 
@@ -31,5 +32,18 @@ class VectorRetriever:
         return result
 
 
-def _retrieved(chunk, score: float) -> RetrievedChunk:
+class NoRetriever:
+    """Method A of the planner: no retrieval, the SLM answers alone."""
+
+    name = "none"
+
+    def __init__(self, view: IndexView) -> None:
+        self.view = view
+
+    def retrieve(self, question: str, top_k: int) -> Retrieval:
+        """An empty context."""
+        return Retrieval(question, self.name)
+
+
+def _retrieved(chunk: ChunkRecord, score: float) -> RetrievedChunk:
     return RetrievedChunk(chunk.id, chunk.doc_id, chunk.source, chunk.text, round(score, 6))

@@ -1,0 +1,256 @@
+"""Constrained decoding: restrict each next token so that small models cannot break a format.
+
+A constraint judges text: ``accepts_prefix`` says whether the text generated so far can still be
+completed into a valid output, ``is_complete`` whether it already is one. The generator keeps
+only candidate tokens whose text keeps the output a valid prefix, and allows end-of-sequence
+only once the output is complete. ``TokenMask`` is the low-level hook: any callable that returns
+the allowed token ids for the next step.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+
+class Constraint(Protocol):
+    """A format the generated text must follow."""
+
+    def accepts_prefix(self, text: str) -> bool:
+        """True when ``text`` can still be completed into a valid output."""
+        ...
+
+    def is_complete(self, text: str) -> bool:
+        """True when ``text`` is a full valid output."""
+        ...
+
+    def finish(self, text: str) -> str:
+        """The shortest text that makes a valid prefix complete (used when tokens run out)."""
+        ...
+
+
+@dataclass(frozen=True)
+class TokenMask:
+    """Low-level hook: ``allowed(step, generated_ids)`` returns allowed ids, or None for all."""
+
+    allowed: Callable[[int, list[int]], np.ndarray | None]
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """The output is exactly one of a few labels (e.g. planner letters A–E)."""
+
+    labels: tuple[str, ...]
+
+    def accepts_prefix(self, text: str) -> bool:
+        """Some label starts with the text."""
+        return any(label.startswith(text) for label in self.labels)
+
+    def is_complete(self, text: str) -> bool:
+        """The text is a label."""
+        return text in self.labels
+
+    def finish(self, text: str) -> str:
+        """The rest of the first label the text starts."""
+        return next(label[len(text):] for label in self.labels if label.startswith(text))
+
+
+@dataclass(frozen=True)
+class Records:
+    """Delimiter-separated records, one per line, ending with a done marker line.
+
+    ``kinds`` maps a record kind to its number of fields; a line is
+    ``kind<|>field<|>field...``. Fields are non-empty, at most ``max_field`` characters,
+    and contain neither the delimiter nor a newline. At most ``max_records`` records.
+    """
+
+    kinds: tuple[tuple[str, int], ...]
+    delimiter: str = "<|>"
+    done: str = "<|DONE|>"
+    max_field: int = 80
+    max_records: int = 20
+
+    def accepts_prefix(self, text: str) -> bool:
+        """Every finished line is a record and the last line can still become one."""
+        *complete, last = text.split("\n")
+        if len(complete) > self.max_records or not all(self._record(line) for line in complete):
+            return False
+        if self.done.startswith(last):
+            return True
+        return len(complete) < self.max_records and self._record_prefix(last)
+
+    def is_complete(self, text: str) -> bool:
+        """The text ends with the done marker after valid records."""
+        *complete, last = text.split("\n")
+        return last == self.done and all(self._record(line) for line in complete)
+
+    def finish(self, text: str) -> str:
+        """Complete the last record with placeholder fields, then the done marker."""
+        *_, last = text.split("\n")
+        if self.done.startswith(last):
+            return self.done[len(last):]
+        return self._finish_record(last) + "\n" + self.done
+
+    def _finish_record(self, line: str) -> str:
+        kind, *fields = line.split(self.delimiter)
+        out = ""
+        if not fields:
+            pending = self._pending(kind)
+            if pending and kind[:-pending] in dict(self.kinds):
+                kind, out = kind[:-pending], self.delimiter[pending:]
+            else:
+                full = next(k for k, _ in self.kinds if k.startswith(kind))
+                out, kind = full[len(kind):] + self.delimiter, full
+            fields = [""]
+        wanted = dict(self.kinds)[kind]
+        pending = self._pending(fields[-1]) if len(fields) < wanted else 0
+        if pending and fields[-1][:-pending].strip():
+            out += self.delimiter[pending:]
+            fields.append("")
+        if not fields[-1].strip():
+            out += "?"
+        return out + (self.delimiter + "?") * (wanted - len(fields))
+
+    def _pending(self, text: str) -> int:
+        # How many characters of a delimiter the text ends with (0 when none).
+        return next((i for i in range(len(self.delimiter) - 1, 0, -1)
+                     if text.endswith(self.delimiter[:i])), 0)
+
+    def _record(self, line: str) -> bool:
+        kind, *fields = line.split(self.delimiter)
+        wanted = dict(self.kinds).get(kind)
+        return wanted == len(fields) and all(0 < len(f.strip()) <= self.max_field for f in fields)
+
+    def _record_prefix(self, line: str) -> bool:
+        kind, *fields = line.split(self.delimiter)
+        if not fields:
+            pending = self._pending(kind)
+            return any(k.startswith(kind) for k, _ in self.kinds) or (
+                pending > 0 and kind[:-pending] in dict(self.kinds))
+        wanted = dict(self.kinds).get(kind)
+        if wanted is None or len(fields) > wanted:
+            return False
+        *done, current = fields
+        if not all(0 < len(f.strip()) <= self.max_field for f in done):
+            return False
+        pending = self._pending(current) if len(fields) < wanted else 0
+        return len(current) - pending <= self.max_field
+
+
+@dataclass(frozen=True)
+class JsonObject:
+    """A small JSON subset: one object with these keys in order, string or enum values.
+
+    ``fields`` maps each key to None (a string of at most ``max_string`` characters without
+    quotes, backslashes or newlines) or to a tuple of allowed string values. The output is
+    compact JSON: ``{"key": "value", "key2": "v"}``; its length is bounded, so generation
+    with enough tokens always completes.
+    """
+
+    fields: tuple[tuple[str, tuple[str, ...] | None], ...]
+    max_string: int = 60
+
+    def accepts_prefix(self, text: str) -> bool:
+        """The text is a prefix of some valid object."""
+        return self._match(text, prefix=True)
+
+    def is_complete(self, text: str) -> bool:
+        """The text is a whole valid object that ``json.loads`` reads."""
+        if not self._match(text, prefix=False):
+            return False
+        try:
+            return isinstance(json.loads(text), dict)
+        except ValueError:
+            return False
+
+    def finish(self, text: str) -> str:
+        """Close what is open and give the remaining fields their shortest values."""
+        position, out = 0, ""
+        for kind, value in self._pieces():
+            rest = text[position:]
+            if kind == "lit":
+                literal = str(value)
+                position += min(len(rest), len(literal))
+                out += literal[len(rest):] if len(rest) < len(literal) else ""
+            elif kind == "enum":
+                choice = next((v for v in value if rest.startswith(v)), None)  # type: ignore[union-attr]
+                if choice is None:
+                    choice = next(v for v in value if v.startswith(rest))  # type: ignore[union-attr]
+                    out += choice[len(rest):]
+                position += min(len(rest), len(choice))
+            else:
+                state = _string_prefix(rest, int(value)) if rest else None  # type: ignore[arg-type]
+                out += '""' if state is None else ("" if state[1] else '"')
+                position += state[0] if state else 0
+        return out
+
+    def _match(self, text: str, prefix: bool) -> bool:
+        pattern = self._pattern()
+        if not prefix:
+            return pattern.fullmatch(text) is not None
+        return _prefix_of(text, self._pieces())
+
+    def _pieces(self) -> list[tuple[str, object]]:
+        pieces: list[tuple[str, object]] = [("lit", "{")]
+        for index, (key, values) in enumerate(self.fields):
+            pieces.append(("lit", ("" if index == 0 else ", ") + json.dumps(key) + ": "))
+            pieces.append(("enum", tuple(json.dumps(v) for v in values)) if values else
+                          ("str", self.max_string))
+        pieces.append(("lit", "}"))
+        return pieces
+
+    def _pattern(self) -> re.Pattern[str]:
+        parts = []
+        for kind, value in self._pieces():
+            if kind == "lit":
+                parts.append(re.escape(str(value)))
+            elif kind == "enum":
+                parts.append("(?:" + "|".join(re.escape(v) for v in value) + ")")
+            else:
+                parts.append('"[^"\\\\\\n]{0,' + str(value) + '}"')
+        return re.compile("".join(parts))
+
+
+def _prefix_of(text: str, pieces: Sequence[tuple[str, object]]) -> bool:
+    """True when ``text`` is a prefix of a string matching the sequence of pieces."""
+    position = 0
+    for kind, value in pieces:
+        rest = text[position:]
+        if not rest:
+            return True
+        if kind == "lit":
+            literal = str(value)
+            if not (rest.startswith(literal) or literal.startswith(rest)):
+                return False
+            position += len(literal)
+        elif kind == "enum":
+            full = next((v for v in value if rest.startswith(v)), None)  # type: ignore[union-attr]
+            if full is None:
+                return any(v.startswith(rest) for v in value)  # type: ignore[union-attr]
+            position += len(full)
+        else:
+            state = _string_prefix(rest, int(value))  # type: ignore[arg-type]
+            if state is None:
+                return False
+            consumed, closed = state
+            if not closed:
+                return True
+            position += consumed
+    return position == len(text)
+
+
+def _string_prefix(text: str, max_len: int) -> tuple[int, bool] | None:
+    """(characters used, closed) of a bounded JSON string starting ``text``; None if invalid."""
+    if not text.startswith('"'):
+        return None
+    for index, char in enumerate(text[1:], start=1):
+        if char == '"':
+            return index + 1, True
+        if char in '\\\n' or index > max_len:
+            return None
+    return len(text), False

@@ -1,0 +1,279 @@
+"""Small language model runtime: ONNX decoder with KV cache, sampling, streaming, constraints.
+
+Only onnxruntime, tokenizers and numpy. The decoder is an optimum "text-generation-with-past"
+export: inputs ``input_ids``, ``attention_mask``, (``position_ids``), ``past_key_values.N.key/
+value``; outputs ``logits`` and ``present.N.key/value``. Batches are left-padded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from ..errors import EdgeRagError
+from .constraints import Constraint, TokenMask
+from .folder import ModelFolder
+
+CANDIDATES = 64
+SLM_HINT = "run 'edge-rag export slm' (needs: pip install 'edge-rag[export]')"
+
+
+class ContextOverflow(EdgeRagError):
+    """The prompt does not fit the model's context window."""
+
+
+@dataclass
+class GenerationConfig:
+    """How to generate: length, sampling and stop strings."""
+
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+
+@dataclass
+class Generation:
+    """A finished generation with its token counts and timings."""
+
+    text: str
+    prompt_tokens: int
+    new_tokens: int
+    finish_reason: str
+    prefill_ms: float = 0.0
+    decode_ms: float = 0.0
+
+
+@dataclass
+class _Row:
+    """Per-sequence decoding state."""
+
+    ids: list[int] = field(default_factory=list)
+    text: str = ""
+    done: str = ""
+
+
+class SLM:
+    """A ChatML small language model exported by ``edge-rag export slm``."""
+
+    def __init__(self, folder: ModelFolder, threads: int = 0, context_tokens: int | None = None) -> None:
+        self.folder = folder
+        manifest = folder.manifest
+        self.tokenizer = Tokenizer.from_file(str(folder.path / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self.num_layers = int(manifest["num_layers"])
+        self.kv_heads = int(manifest["num_kv_heads"])
+        self.head_dim = int(manifest["head_dim"])
+        limit = int(manifest.get("context_length", 2048))
+        self.context_tokens = min(limit, context_tokens or limit)
+        self.stop_ids = {i for i in (self.tokenizer.token_to_id(t) for t in manifest["stop_tokens"])
+                         if i is not None}
+        self.session = ort.InferenceSession(str(folder.onnx_path), _options(threads),
+                                            providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self.session.get_inputs()}
+        self._outputs = [o.name for o in self.session.get_outputs()]
+        self._pieces: dict[int, str] = {}
+
+    @classmethod
+    def from_path(cls, path: str | Path, threads: int = 0, context_tokens: int | None = None) -> SLM:
+        """Load an exported SLM folder."""
+        return cls(ModelFolder.open(Path(path), SLM_HINT), threads, context_tokens)
+
+    # -- prompts -------------------------------------------------------------------------
+
+    def chat(self, user: str, system: str | None = None) -> str:
+        """A ChatML prompt that ends where the assistant's answer begins."""
+        turns = [("system", system)] if system else []
+        turns.append(("user", user))
+        body = "".join(f"<|im_start|>{role}\n{text}<|im_end|>\n" for role, text in turns)
+        return body + "<|im_start|>assistant\n"
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of a text as the model sees it."""
+        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+
+    # -- generation ------------------------------------------------------------------------
+
+    def generate(self, prompt: str, config: GenerationConfig | None = None,
+                 constraint: Constraint | TokenMask | None = None) -> Generation:
+        """Generate a completion of ``prompt``."""
+        return self.generate_batch([prompt], config, constraint)[0]
+
+    def stream(self, prompt: str, config: GenerationConfig | None = None,
+               constraint: Constraint | TokenMask | None = None) -> Iterator[str]:
+        """Yield the completion as text pieces; a piece never splits a UTF-8 character."""
+        sent = 0
+        for rows in self._decode([prompt], config or GenerationConfig(), constraint):
+            text = rows[0].text
+            safe = len(text) - 1 if text.endswith("\ufffd") and not rows[0].done else len(text)
+            if safe > sent:
+                yield text[sent:safe]
+                sent = safe
+
+    def generate_batch(self, prompts: Sequence[str], config: GenerationConfig | None = None,
+                       constraint: Constraint | TokenMask | None = None) -> list[Generation]:
+        """Generate completions of several prompts in one batch (left-padded)."""
+        config = config or GenerationConfig()
+        timings: dict[str, float] = {}
+        *_, rows = self._decode(prompts, config, constraint, timings)
+        prompt_tokens = [len(self._encode(p)) for p in prompts]
+        return [Generation(row.text, n, len(row.ids), row.done or "length",
+                           timings.get("prefill", 0.0), timings.get("decode", 0.0))
+                for row, n in zip(rows, prompt_tokens)]
+
+    def _decode(self, prompts: Sequence[str], config: GenerationConfig,
+                constraint: Constraint | TokenMask | None,
+                timings: dict[str, float] | None = None) -> Iterator[list[_Row]]:
+        timings = {} if timings is None else timings
+        encoded = [self._encode(p) for p in prompts]
+        budget = self._budget(encoded, config.max_new_tokens)
+        rng = np.random.default_rng(config.seed)
+        rows = [_Row() for _ in prompts]
+        start = time.perf_counter()
+        logits, past, mask = self._prefill(encoded)
+        timings["prefill"] = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        for step in range(budget):
+            for row, row_logits in zip(rows, logits):
+                if not row.done:
+                    self._advance(row, row_logits, step, config, constraint, rng)
+            yield rows
+            if all(row.done for row in rows) or step == budget - 1:
+                break
+            next_ids = [row.ids[-1] if not row.done else next(iter(self.stop_ids)) for row in rows]
+            logits, past, mask = self._step(next_ids, past, mask)
+        timings["decode"] = (time.perf_counter() - start) * 1000
+        if constraint is not None and not isinstance(constraint, TokenMask):
+            for row in rows:
+                if not constraint.is_complete(row.text):
+                    # Out of tokens: append the shortest completion so the output still parses.
+                    row.text, row.done = row.text + constraint.finish(row.text), "forced"
+            yield rows
+
+    def _advance(self, row: _Row, logits: np.ndarray, step: int, config: GenerationConfig,
+                 constraint: Constraint | TokenMask | None, rng: np.random.Generator) -> None:
+        token = self._choose(logits, row, step, config, constraint, rng)
+        if token in self.stop_ids:
+            row.done = "eos"
+            return
+        row.ids.append(token)
+        row.text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
+        for stop in config.stop:
+            if stop and stop in row.text:
+                row.text, row.done = row.text[: row.text.index(stop)], "stop"
+                return
+        if constraint is not None and not isinstance(constraint, TokenMask) \
+                and constraint.is_complete(row.text):
+            row.done = "constraint"
+
+    # -- token choice ------------------------------------------------------------------
+
+    def _choose(self, logits: np.ndarray, row: _Row, step: int, config: GenerationConfig,
+                constraint: Constraint | TokenMask | None, rng: np.random.Generator) -> int:
+        logits = logits.astype(np.float64)
+        if isinstance(constraint, TokenMask):
+            allowed = constraint.allowed(step, row.ids)
+            if allowed is not None:
+                masked = np.full_like(logits, -np.inf)
+                masked[allowed] = logits[allowed]
+                logits = masked
+        elif constraint is not None:
+            candidates = self._valid_candidates(logits, row.text, constraint)
+            masked = np.full_like(logits, -np.inf)
+            masked[candidates] = logits[candidates]
+            logits = masked
+        return _sample(logits, config.temperature, config.top_p, rng)
+
+    def _valid_candidates(self, logits: np.ndarray, text: str, constraint: Constraint) -> np.ndarray:
+        # Look at the likeliest tokens first; scan further only when none of them fits.
+        order = np.argsort(-logits)
+        bounds = [0, CANDIDATES, *range(CANDIDATES + 4096, len(order) + 4096, 4096)]
+        for start, end in zip(bounds, bounds[1:]):
+            valid = [int(t) for t in order[start:end] if self._keeps_valid(int(t), text, constraint)]
+            if valid:
+                return np.array(valid[:CANDIDATES])
+        raise EdgeRagError("constrained decoding found no token that keeps the output valid")
+
+    def _keeps_valid(self, token: int, text: str, constraint: Constraint) -> bool:
+        if token in self.stop_ids:
+            return constraint.is_complete(text)
+        piece = self._piece(token)
+        return bool(piece) and "\ufffd" not in piece and constraint.accepts_prefix(text + piece)
+
+    def _piece(self, token: int) -> str:
+        if token not in self._pieces:
+            self._pieces[token] = self.tokenizer.decode([token], skip_special_tokens=True)
+        return self._pieces[token]
+
+    # -- the ONNX model ------------------------------------------------------------------
+
+    def _encode(self, prompt: str) -> list[int]:
+        return self.tokenizer.encode(prompt, add_special_tokens=False).ids
+
+    def _budget(self, encoded: list[list[int]], max_new_tokens: int) -> int:
+        longest = max(len(ids) for ids in encoded)
+        if longest >= self.context_tokens:
+            raise ContextOverflow(f"prompt of {longest} tokens does not fit the "
+                                  f"{self.context_tokens}-token context window")
+        return max(1, min(max_new_tokens, self.context_tokens - longest))
+
+    def _prefill(self, encoded: list[list[int]]) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+        width = max(len(ids) for ids in encoded)
+        pad = next(iter(self.stop_ids), 0)
+        ids = np.array([[pad] * (width - len(x)) + x for x in encoded], dtype=np.int64)
+        mask = np.array([[0] * (width - len(x)) + [1] * len(x) for x in encoded], dtype=np.int64)
+        empty = np.zeros((len(encoded), self.kv_heads, 0, self.head_dim), dtype=np.float32)
+        past = [empty] * (2 * self.num_layers)
+        logits, present = self._run(ids, mask, past)
+        return logits, present, mask
+
+    def _step(self, next_ids: list[int], past: list[np.ndarray],
+              mask: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+        mask = np.concatenate([mask, np.ones((mask.shape[0], 1), dtype=np.int64)], axis=1)
+        ids = np.array(next_ids, dtype=np.int64)[:, None]
+        logits, present = self._run(ids, mask, past)
+        return logits, present, mask
+
+    def _run(self, ids: np.ndarray, mask: np.ndarray,
+             past: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "position_ids" in self._inputs:
+            positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0)
+            feeds["position_ids"] = positions[:, -ids.shape[1]:]
+        for layer in range(self.num_layers):
+            feeds[f"past_key_values.{layer}.key"] = past[2 * layer]
+            feeds[f"past_key_values.{layer}.value"] = past[2 * layer + 1]
+        outputs = self.session.run(self._outputs, feeds)
+        return outputs[0][:, -1, :], outputs[1:]
+
+
+def _sample(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    scaled = (logits - np.max(logits)) / temperature
+    probs = np.exp(scaled)
+    probs /= probs.sum()
+    if top_p < 1.0:
+        order = np.argsort(-probs)
+        keep = order[: int(np.searchsorted(np.cumsum(probs[order]), top_p)) + 1]
+        kept = np.zeros_like(probs)
+        kept[keep] = probs[keep]
+        probs = kept / kept.sum()
+    return int(rng.choice(len(probs), p=probs))
+
+
+def _options(threads: int) -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return options

