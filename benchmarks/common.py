@@ -42,9 +42,17 @@ def document_timestamp(first_chunk_text: str) -> str | None:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far, in MiB."""
-    scale = 1 if sys.platform == "darwin" else 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+    """Peak resident set size of this process so far, in MiB.
+
+    Reads VmHWM on Linux: ru_maxrss would include the peak of the parent that forked us.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            line = next(line for line in status if line.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
+    except (OSError, StopIteration):
+        scale = 1 if sys.platform == "darwin" else 1024
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
 
 
 def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:

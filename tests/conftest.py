@@ -12,6 +12,7 @@ from edge_rag.models import Embedder, ModelFolder
 
 ROOT = Path(__file__).resolve().parent.parent
 LIHUA_ZIP = ROOT.parent / "shared" / "datasets" / "lihua-world" / "data" / "LiHuaWorld.zip"
+SMALL_SLM = "smollm2-135m-int8"
 EXPORT_HINT = "run 'edge-rag export embedder' first (the README's test command does)"
 
 
@@ -63,3 +64,14 @@ def rag(tmp_path: Path, model_folder) -> EdgeRAG:
     """A fresh, empty index that is closed after the test."""
     with EdgeRAG.open(tmp_path / "index", progress=False) as opened:
         yield opened
+
+
+@pytest.fixture(scope="session")
+def slm(settings: Settings):
+    """The real exported SmolLM2-135M with int8 weights (the tight-board SLM)."""
+    from edge_rag.models.slm import SLM
+
+    path = settings.home / "models" / SMALL_SLM
+    if not (path / "manifest.json").is_file():
+        pytest.fail(f"no exported SLM at {path}: run 'edge-rag export slm smollm2-135m' first")
+    return SLM.from_path(path, context_tokens=512)

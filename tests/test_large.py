@@ -13,15 +13,20 @@ FIFTY_MB = 50 * 2**20
 # its ~100k chunks and their float32 vectors at once would push well past this bound.
 RSS_BOUND_MB = 400
 
+# VmHWM, not ru_maxrss: Linux carries a forking parent's peak into the child's ru_maxrss.
 CHILD = textwrap.dedent("""
-    import json, resource, sys
+    def peak_rss_mb():
+        with open("/proc/self/status") as status:
+            line = next(l for l in status if l.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
+    import json, sys
     from edge_rag import EdgeRAG
     with EdgeRAG.open(sys.argv[1], progress=False) as rag:
         report = rag.insert(sys.argv[2])
         top = rag.retrieve("harbour lantern meadow", top_k=1).chunks
     print(json.dumps({"added": len(report.added), "chunks": report.chunks,
                       "failed": report.failed, "top_source": top[0].source if top else None,
-                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "peak_rss_mb": peak_rss_mb()}))
 """)
 
 

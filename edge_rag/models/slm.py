@@ -37,6 +37,7 @@ class GenerationConfig:
     top_p: float = 1.0
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    ignore_eos: bool = False
 
 
 @dataclass
@@ -161,7 +162,7 @@ class SLM:
     def _advance(self, row: _Row, logits: np.ndarray, step: int, config: GenerationConfig,
                  constraint: Constraint | TokenMask | None, rng: np.random.Generator) -> None:
         token = self._choose(logits, row, step, config, constraint, rng)
-        if token in self.stop_ids:
+        if token in self.stop_ids and not config.ignore_eos:
             row.done = "eos"
             return
         row.ids.append(token)
