@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     headers = ["model", "variant", "file_mb", "load_s", "prefill_tps", "decode_tps", "ttft_ms",
                "peak_rss_mb"]
     print(markdown_table(headers, [[r.get(h, "") for h in headers] for r in rows]))
-    print(f"wrote {write_result('slm_speed', {'prompt_tokens': args.prompt_tokens, 'new_tokens': args.new_tokens, 'rows': rows})}")
+    payload = {"prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens, "rows": rows}
+    print(f"wrote {write_result('slm_speed', payload)}")
     return 0
 
 

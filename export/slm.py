@@ -17,6 +17,20 @@ from . import require_export_extra
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "mistral")
 BLOCK_SIZE = 32
+MIN_AGREEMENT = 9
+CHECK_QUESTIONS = tuple(
+    f"Context: {context}\nQuestion: {question}\nAnswer briefly." for context, question in (
+        ("The bakery on Elm Street opens at 7 am.", "When does the bakery open?"),
+        ("Adam is Li Hua's landlord. Rent is due on the first.", "Who is Li Hua's landlord?"),
+        ("Wolfgang plays the cello in a jazz band.", "Which instrument does Wolfgang play?"),
+        ("The concert moved from Friday to Sunday because of rain.", "When is the concert now?"),
+        ("Jennifer runs 5 kilometres every morning.", "How far does Jennifer run?"),
+        ("The blue car belongs to Yuriko; the red one to Chae.", "Whose car is blue?"),
+        ("Paris is the capital of France.", "What is the capital of France?"),
+        ("The meeting room is on the third floor.", "Which floor is the meeting room on?"),
+        ("Li Hua adopted a cat named Milo in March.", "What is the cat's name?"),
+        ("The train to Berlin leaves at 9:15 from platform 4.", "Which platform does it leave from?"),
+    ))
 CHATML_TEMPLATE = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content']"
     " + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}"
@@ -88,12 +102,50 @@ def export_slm(home: Path, source: str = DEFAULT_SLM, name: str | None = None,
         quantized = Path(tmp) / "int8"
         quantized.mkdir()
         _quantize(onnx_dir / "model.onnx", quantized / "model.onnx")
+        fp32_dir = Path(tmp) / f"{name}-fp32"
+        _write_folder(onnx_dir / "model.onnx", hf_dir, fp32_dir, name, origin, stops, "fp32",
+                      extra=onnx_dir)
         _write_folder(quantized / "model.onnx", hf_dir, int8_dir, name, origin, stops,
                       "int8-weight-only-matmulnbits", extra=quantized)
+        _verify(fp32_dir, int8_dir)
         if keep_fp32:
-            _write_folder(onnx_dir / "model.onnx", hf_dir, home / "models" / f"{name}-fp32", name,
-                          origin, stops, "fp32", extra=onnx_dir)
+            shutil.rmtree(home / "models" / f"{name}-fp32", ignore_errors=True)
+            shutil.move(str(fp32_dir), home / "models" / f"{name}-fp32")
     return int8_dir
+
+
+def agreement(fp32_dir: Path, int8_dir: Path) -> list[tuple[str, str]]:
+    """Greedy answers of the fp32 and int8 models to the fixed check questions."""
+    from edge_rag.models.slm import SLM, GenerationConfig
+
+    config = GenerationConfig(max_new_tokens=24)
+    answers = []
+    for folder in (fp32_dir, int8_dir):
+        slm = SLM.from_path(folder, context_tokens=1024)
+        answers.append([slm.generate(slm.chat(q), config).text.strip() for q in CHECK_QUESTIONS])
+    return list(zip(*answers))
+
+
+def _verify(fp32_dir: Path, int8_dir: Path) -> None:
+    _log(f"checking int8 against fp32 on {len(CHECK_QUESTIONS)} fixed questions ...")
+    pairs = agreement(fp32_dir, int8_dir)
+    same = sum(_same(a, b) for a, b in pairs)
+    manifest_path = int8_dir / MANIFEST
+    manifest = json.loads(manifest_path.read_text())
+    manifest["verified_against_fp32"] = f"{same}/{len(pairs)} same answers"
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    _log(f"int8 gives the fp32 answer on {same} of {len(pairs)} questions")
+    if same < MIN_AGREEMENT:
+        shutil.rmtree(int8_dir)
+        raise EdgeRagError(f"the int8 model changed {len(pairs) - same} of {len(pairs)} answers; "
+                           "refusing to ship it")
+
+
+def _same(first: str, second: str) -> bool:
+    def norm(text: str) -> str:
+        return " ".join("".join(c for c in text.lower() if c.isalnum() or c.isspace()).split())
+
+    return norm(first) == norm(second)
 
 
 def _load_to_hf_folder(source: str, work: Path, out: Path) -> tuple[Path, str, tuple[str, ...]]:

@@ -1,0 +1,125 @@
+"""Answer accuracy with the SLM on LiHua-World dev queries (normalised containment).
+
+    python -m benchmarks.answer_accuracy [--slm qwen2.5-coder-0.5b-int8] [--method vector]
+                                         [--limit N] [--index DIR]
+
+A query is right when its normalised gold answer is contained in the normalised answer; a
+Null query is right when the answer says the information is missing. Answers are cached in
+benchmarks/results/cache/ keyed by query, method, model and settings, so reruns are cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import string
+import time
+from pathlib import Path
+
+from edge_rag import EdgeRAG
+from edge_rag.prompts import PROMPT_VERSION
+
+from .common import LIHUA_ZIP, RESULTS, lihua_queries, markdown_table, peak_rss_mb, write_result
+
+MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|specif|say|include)"
+                     r"|no (?:information|mention)|does not (?:say|state)|cannot (?:be )?(?:determin|answer)"
+                     r"|unknown|not (?:available|known)")
+
+
+def normalise(text: str) -> str:
+    """Lowercase, drop punctuation and articles, collapse spaces (the HotpotQA rules)."""
+    text = "".join(c for c in text.lower() if c not in set(string.punctuation))
+    return " ".join(w for w in text.split() if w not in {"a", "an", "the"})
+
+
+def is_correct(answer: str, gold: str, kind: str) -> bool:
+    """Normalised containment; Null questions need an explicit 'missing' answer."""
+    if kind == "Null":
+        return MISSING.search(answer.lower()) is not None
+    return normalise(gold) in normalise(answer)
+
+
+def stratified(queries: list[dict], limit: int | None) -> list[dict]:
+    """A fixed, type-stratified subset: every k-th query of each type in id order."""
+    if not limit or limit >= len(queries):
+        return queries
+    chosen = []
+    for kind in sorted({q["type"] for q in queries}):
+        group = sorted((q for q in queries if q["type"] == kind), key=lambda q: int(q["id"]))
+        share = max(1, round(limit * len(group) / len(queries)))
+        step = len(group) / share
+        chosen += [group[int(i * step)] for i in range(share)]
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Answer the dev queries, print accuracy per type, write JSON."""
+    args = _parser().parse_args(argv)
+    folder = Path(args.index) / "lihua-world"
+    queries = stratified(lihua_queries(), args.limit)
+    cache_path = RESULTS / "cache" / f"answers-{args.slm}-{args.method}-p{PROMPT_VERSION}.jsonl"
+    cache = _load_cache(cache_path)
+    with EdgeRAG.open(folder, slm=args.slm, progress=True) as rag:
+        if not rag.documents():
+            rag.insert(LIHUA_ZIP)
+        rows = [_answer(rag, q, args.method, cache, cache_path) for q in queries]
+    summary = _summary(rows)
+    headers = ["type", "queries", "accuracy", "retrieve_ms", "prefill_ms", "decode_ms"]
+    print(markdown_table(headers, [[t, s["queries"], s["accuracy"], s["retrieve_ms"],
+                                    s["prefill_ms"], s["decode_ms"]] for t, s in summary.items()]))
+    payload = {"slm": args.slm, "method": args.method, "limit": args.limit, "summary": summary,
+               "peak_rss_mb": round(peak_rss_mb(), 1), "answers": rows}
+    print(f"wrote {write_result(f'answer_accuracy_{args.slm}_{args.method}', payload)}")
+    return 0
+
+
+def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Path) -> dict:
+    if query["id"] not in cache:
+        answer = rag.ask(query["question"], method=method)
+        retrieve = sum(v for k, v in answer.timings.items() if k in {"embed", "search", "fetch"})
+        cache[query["id"]] = {"id": query["id"], "answer": answer.text,
+                              "retrieve_ms": round(retrieve, 1),
+                              "prefill_ms": round(answer.timings.get("prefill", 0.0), 1),
+                              "decode_ms": round(answer.timings.get("decode", 0.0), 1)}
+        with open(cache_path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(cache[query["id"]]) + "\n")
+        print(f"[{time.strftime('%H:%M:%S')}] {query['id']} {query['type']}: {answer.text[:80]!r}",
+              flush=True)
+    row = dict(cache[query["id"]])
+    row.update(type=query["type"], gold=query["answer"],
+               correct=is_correct(row["answer"], query["answer"], query["type"]))
+    return row
+
+
+def _summary(rows: list[dict]) -> dict:
+    out = {}
+    for kind in ["Single", "Multi", "Null", "All"]:
+        group = [r for r in rows if kind == "All" or r["type"] == kind]
+        if group:
+            out[kind] = {"queries": len(group),
+                         "accuracy": round(sum(r["correct"] for r in group) / len(group), 4),
+                         **{k: round(sum(r[k] for r in group) / len(group), 1)
+                            for k in ("retrieve_ms", "prefill_ms", "decode_ms")}}
+    return out
+
+
+def _load_cache(path: Path) -> dict:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file():
+        return {}
+    return {row["id"]: row for row in map(json.loads, path.read_text().splitlines()) if row}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="exported SLM folder name")
+    parser.add_argument("--method", default="vector", help="retrieval method")
+    parser.add_argument("--limit", type=int, default=None, help="type-stratified subset size")
+    parser.add_argument("--index", default=str(RESULTS.parent / ".indexes"),
+                        help="folder for reusable benchmark indexes")
+    return parser
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
