@@ -13,6 +13,7 @@ from .config import Settings
 from .errors import BadDocument, ModelNotFound
 from .index import Chunker, Document, Indexer, InsertReport, read_sources
 from .models import Embedder, ModelFolder
+from .models.session import settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .retrieve import IndexView, Retrieval, make_retriever
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
@@ -143,7 +144,8 @@ class EdgeRAG:
         """The small language model, loaded on first use."""
         if self._slm is None:
             folder = ModelFolder.open(self.settings.home / "models" / self.settings.slm, SLM_HINT)
-            self._slm = SLM(folder, self.settings.intra_op_threads, self.settings.slm_context_tokens)
+            self._slm = SLM(folder, self.settings.intra_op_threads, self.settings.slm_context_tokens,
+                            settings_session_options(self.settings))
         return self._slm
 
     def documents(self) -> list[DocumentRecord]:
@@ -166,7 +168,8 @@ class EdgeRAG:
                 self._folder = ModelFolder.open(self.settings.home / "models" / self.settings.embedder)
                 self.store.bind_embedder(self._folder.identity)
             self._embedder = Embedder(self._folder, self.settings.intra_op_threads,
-                                      self.settings.embed_batch_size)
+                                      self.settings.embed_batch_size,
+                                      settings_session_options(self.settings))
         return self._embedder
 
     # -- internals -------------------------------------------------------------------------

@@ -36,6 +36,8 @@ class Settings:
     answer_max_tokens: int = 96
     vector_dtype: str = "f16"
     threads: int = 0
+    ort_memory_arena: bool = True
+    ort_graph_optimization: str = "all"
     top_k: int = 5
     max_document_mb: float = 64.0
     sqlite_cache_mb: int = 16
@@ -55,6 +57,8 @@ class Settings:
                "answer_max_tokens must be >= 1 and below half of slm_context_tokens")
         _check(self.vector_dtype in VECTOR_DTYPES, f"vector_dtype must be one of {VECTOR_DTYPES}")
         _check(self.threads >= 0, "threads must be >= 0 (0 = all cores)")
+        _check(self.ort_graph_optimization in ("disable", "basic", "extended", "all"),
+               "ort_graph_optimization must be disable, basic, extended or all")
         _check(self.top_k >= 1, "top_k must be at least 1")
         _check(self.max_document_mb > 0, "max_document_mb must be positive")
         _check(self.vector_save_every >= 1, "vector_save_every must be at least 1")

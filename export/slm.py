@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -18,19 +19,24 @@ from . import require_export_extra
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "mistral")
 BLOCK_SIZE = 32
 MIN_AGREEMENT = 9
-CHECK_QUESTIONS = tuple(
-    f"Context: {context}\nQuestion: {question}\nAnswer briefly." for context, question in (
-        ("The bakery on Elm Street opens at 7 am.", "When does the bakery open?"),
-        ("Adam is Li Hua's landlord. Rent is due on the first.", "Who is Li Hua's landlord?"),
-        ("Wolfgang plays the cello in a jazz band.", "Which instrument does Wolfgang play?"),
-        ("The concert moved from Friday to Sunday because of rain.", "When is the concert now?"),
-        ("Jennifer runs 5 kilometres every morning.", "How far does Jennifer run?"),
-        ("The blue car belongs to Yuriko; the red one to Chae.", "Whose car is blue?"),
-        ("Paris is the capital of France.", "What is the capital of France?"),
-        ("The meeting room is on the third floor.", "Which floor is the meeting room on?"),
-        ("Li Hua adopted a cat named Milo in March.", "What is the cat's name?"),
-        ("The train to Berlin leaves at 9:15 from platform 4.", "Which platform does it leave from?"),
-    ))
+# (context, question, answer key): "the same answer" means both models' answers contain the
+# key, or both miss it; small models word the same answer differently after quantization.
+CHECKS = (
+    ("The bakery on Elm Street opens at 7 am.", "When does the bakery open?", r"\b7\b"),
+    ("Adam is Li Hua's landlord. Rent is due on the first.", "Who is Li Hua's landlord?", "adam"),
+    ("Wolfgang plays the cello in a jazz band.", "Which instrument does Wolfgang play?", "cello"),
+    ("The concert moved from Friday to Sunday because of rain.", "When is the concert now?",
+     "sunday"),
+    ("Jennifer runs 5 kilometres every morning.", "How far does Jennifer run?", r"\b5\b|five"),
+    ("The blue car belongs to Yuriko; the red one to Chae.", "Whose car is blue?", "yuriko"),
+    ("Paris is the capital of France.", "What is the capital of France?", "paris"),
+    ("The meeting room is on the third floor.", "Which floor is the meeting room on?",
+     "third|3rd"),
+    ("Li Hua adopted a cat named Milo in March.", "What is the cat's name?", "milo"),
+    ("The train to Berlin leaves at 9:15 from platform 4.", "Which platform does it leave from?",
+     r"\b4\b|four"),
+)
+CHECK_QUESTIONS = tuple(f"Context: {c}\nQuestion: {q}\nAnswer briefly." for c, q, _ in CHECKS)
 CHATML_TEMPLATE = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content']"
     " + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}"
@@ -129,10 +135,12 @@ def agreement(fp32_dir: Path, int8_dir: Path) -> list[tuple[str, str]]:
 def _verify(fp32_dir: Path, int8_dir: Path) -> None:
     _log(f"checking int8 against fp32 on {len(CHECK_QUESTIONS)} fixed questions ...")
     pairs = agreement(fp32_dir, int8_dir)
-    same = sum(_same(a, b) for a, b in pairs)
+    same = sum(_same_answer(a, b, key) for (a, b), (*_, key) in zip(pairs, CHECKS))
+    identical = sum(_normalise(a) == _normalise(b) for a, b in pairs)
     manifest_path = int8_dir / MANIFEST
     manifest = json.loads(manifest_path.read_text())
-    manifest["verified_against_fp32"] = f"{same}/{len(pairs)} same answers"
+    manifest["verified_against_fp32"] = (f"{same}/{len(pairs)} same answers, "
+                                         f"{identical}/{len(pairs)} identical texts")
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     _log(f"int8 gives the fp32 answer on {same} of {len(pairs)} questions")
     if same < MIN_AGREEMENT:
@@ -141,11 +149,12 @@ def _verify(fp32_dir: Path, int8_dir: Path) -> None:
                            "refusing to ship it")
 
 
-def _same(first: str, second: str) -> bool:
-    def norm(text: str) -> str:
-        return " ".join("".join(c for c in text.lower() if c.isalnum() or c.isspace()).split())
+def _same_answer(first: str, second: str, key: str) -> bool:
+    return bool(re.search(key, first.lower())) == bool(re.search(key, second.lower()))
 
-    return norm(first) == norm(second)
+
+def _normalise(text: str) -> str:
+    return " ".join("".join(c for c in text.lower() if c.isalnum() or c.isspace()).split())
 
 
 def _load_to_hf_folder(source: str, work: Path, out: Path) -> tuple[Path, str, tuple[str, ...]]:

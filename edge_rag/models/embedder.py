@@ -11,12 +11,14 @@ from tokenizers import Tokenizer
 
 from ..config import Settings
 from .folder import ModelFolder
+from .session import new_session, session_options, settings_session_options
 
 
 class Embedder:
     """Turns texts into unit-length float32 vectors with an exported encoder."""
 
-    def __init__(self, folder: ModelFolder, threads: int = 0, batch_size: int = 32) -> None:
+    def __init__(self, folder: ModelFolder, threads: int = 0, batch_size: int = 32,
+                 options: ort.SessionOptions | None = None) -> None:
         self.folder = folder
         self.dim = int(folder.manifest["dimension"])
         self.max_tokens = int(folder.manifest.get("max_tokens", 256))
@@ -24,16 +26,15 @@ class Embedder:
         self.tokenizer = Tokenizer.from_file(str(folder.path / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
-        self.session = ort.InferenceSession(
-            str(folder.onnx_path), _session_options(threads), providers=["CPUExecutionProvider"]
-        )
+        self.session = new_session(str(folder.onnx_path), options or session_options(threads))
         self._input_names = {i.name for i in self.session.get_inputs()}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Embedder:
         """Load the embedder that the settings name from the models home."""
         folder = ModelFolder.open(settings.home / "models" / settings.embedder)
-        return cls(folder, settings.intra_op_threads, settings.embed_batch_size)
+        return cls(folder, settings.intra_op_threads, settings.embed_batch_size,
+                   settings_session_options(settings))
 
     @classmethod
     def from_path(cls, path: str | Path, threads: int = 0) -> Embedder:
@@ -86,12 +87,3 @@ def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
-
-
-def _session_options(threads: int) -> ort.SessionOptions:
-    options = ort.SessionOptions()
-    if threads:
-        options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return options

@@ -19,6 +19,7 @@ from tokenizers import Tokenizer
 from ..errors import EdgeRagError
 from .constraints import Constraint, TokenMask
 from .folder import ModelFolder
+from .session import new_session, session_options
 
 CANDIDATES = 64
 SLM_HINT = "run 'edge-rag export slm' (needs: pip install 'edge-rag[export]')"
@@ -64,7 +65,8 @@ class _Row:
 class SLM:
     """A ChatML small language model exported by ``edge-rag export slm``."""
 
-    def __init__(self, folder: ModelFolder, threads: int = 0, context_tokens: int | None = None) -> None:
+    def __init__(self, folder: ModelFolder, threads: int = 0, context_tokens: int | None = None,
+                 options: ort.SessionOptions | None = None) -> None:
         self.folder = folder
         manifest = folder.manifest
         self.tokenizer = Tokenizer.from_file(str(folder.path / "tokenizer.json"))
@@ -77,8 +79,7 @@ class SLM:
         self.context_tokens = min(limit, context_tokens or limit)
         self.stop_ids = {i for i in (self.tokenizer.token_to_id(t) for t in manifest["stop_tokens"])
                          if i is not None}
-        self.session = ort.InferenceSession(str(folder.onnx_path), _options(threads),
-                                            providers=["CPUExecutionProvider"])
+        self.session = new_session(str(folder.onnx_path), options or session_options(threads))
         self._inputs = {i.name for i in self.session.get_inputs()}
         self._outputs = [o.name for o in self.session.get_outputs()]
         self._pieces: dict[int, str] = {}
@@ -269,12 +270,3 @@ def _sample(logits: np.ndarray, temperature: float, top_p: float, rng: np.random
         kept[keep] = probs[keep]
         probs = kept / kept.sum()
     return int(rng.choice(len(probs), p=probs))
-
-
-def _options(threads: int) -> ort.SessionOptions:
-    options = ort.SessionOptions()
-    if threads:
-        options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return options
