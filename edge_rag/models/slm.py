@@ -227,34 +227,41 @@ class SLM:
                                   f"{self.context_tokens}-token context window")
         return max(1, min(max_new_tokens, self.context_tokens - longest))
 
-    def _prefill(self, encoded: list[list[int]]) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    def _prefill(self, encoded: list[list[int]]) -> tuple[np.ndarray, list[ort.OrtValue], np.ndarray]:
         width = max(len(ids) for ids in encoded)
         pad = next(iter(self.stop_ids), 0)
         ids = np.array([[pad] * (width - len(x)) + x for x in encoded], dtype=np.int64)
         mask = np.array([[0] * (width - len(x)) + [1] * len(x) for x in encoded], dtype=np.int64)
         empty = np.zeros((len(encoded), self.kv_heads, 0, self.head_dim), dtype=np.float32)
-        past = [empty] * (2 * self.num_layers)
+        past = [ort.OrtValue.ortvalue_from_numpy(empty)] * (2 * self.num_layers)
         logits, present = self._run(ids, mask, past)
         return logits, present, mask
 
-    def _step(self, next_ids: list[int], past: list[np.ndarray],
-              mask: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    def _step(self, next_ids: list[int], past: list[ort.OrtValue],
+              mask: np.ndarray) -> tuple[np.ndarray, list[ort.OrtValue], np.ndarray]:
         mask = np.concatenate([mask, np.ones((mask.shape[0], 1), dtype=np.int64)], axis=1)
         ids = np.array(next_ids, dtype=np.int64)[:, None]
         logits, present = self._run(ids, mask, past)
         return logits, present, mask
 
     def _run(self, ids: np.ndarray, mask: np.ndarray,
-             past: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-        feeds = {"input_ids": ids, "attention_mask": mask}
+             past: list[ort.OrtValue]) -> tuple[np.ndarray, list[ort.OrtValue]]:
+        # IO binding keeps the KV cache in onnxruntime's own buffers between steps instead of
+        # converting every present tensor to numpy and back.
+        binding = self.session.io_binding()
+        binding.bind_cpu_input("input_ids", ids)
+        binding.bind_cpu_input("attention_mask", mask)
         if "position_ids" in self._inputs:
-            positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0)
-            feeds["position_ids"] = positions[:, -ids.shape[1]:]
+            positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0)[:, -ids.shape[1]:]
+            binding.bind_cpu_input("position_ids", np.ascontiguousarray(positions))
         for layer in range(self.num_layers):
-            feeds[f"past_key_values.{layer}.key"] = past[2 * layer]
-            feeds[f"past_key_values.{layer}.value"] = past[2 * layer + 1]
-        outputs = self.session.run(self._outputs, feeds)
-        return outputs[0][:, -1, :], outputs[1:]
+            binding.bind_ortvalue_input(f"past_key_values.{layer}.key", past[2 * layer])
+            binding.bind_ortvalue_input(f"past_key_values.{layer}.value", past[2 * layer + 1])
+        for name in self._outputs:
+            binding.bind_output(name, "cpu")
+        self.session.run_with_iobinding(binding)
+        outputs = binding.get_outputs()
+        return outputs[0].numpy()[:, -1, :], outputs[1:]
 
 
 def _sample(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:
