@@ -1,5 +1,7 @@
 """The index through the public API: insert, dedupe, delete, retrieve, stats, settings."""
 
+from pathlib import Path
+
 import pytest
 
 from edge_rag import (
@@ -156,3 +158,10 @@ def test_blank_text_is_reported_not_raised(rag):
     report = rag.insert_text("  \n ", source="blank")
     assert report.failed == [("blank", "blank: document is empty or whitespace only")]
     assert rag.stats().documents == 0
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parent.parent / "device_profiles").glob("*.toml")),
+                         ids=lambda p: p.stem)
+def test_every_shipped_profile_loads(path):
+    settings = Settings.load(path.stem)
+    assert settings.profile == path.stem and settings.slm.endswith("-int8")
