@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                "peak_rss_mb"]
     print(markdown_table(headers, [[r.get(h, "") for h in headers] for r in rows]))
     payload = {"prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens, "rows": rows}
-    print(f"wrote {write_result('slm_speed', payload)}")
+    print(f"wrote {write_result(f'slm_speed_p{args.prompt_tokens}', payload)}")
     return 0
 
 

@@ -66,8 +66,9 @@ class SLM:
     """A ChatML small language model exported by ``edge-rag export slm``."""
 
     def __init__(self, folder: ModelFolder, threads: int = 0, context_tokens: int | None = None,
-                 options: ort.SessionOptions | None = None) -> None:
+                 options: ort.SessionOptions | None = None, prefill_chunk: int = 256) -> None:
         self.folder = folder
+        self.prefill_chunk = prefill_chunk
         manifest = folder.manifest
         self.tokenizer = Tokenizer.from_file(str(folder.path / "tokenizer.json"))
         self.tokenizer.no_padding()
@@ -228,14 +229,19 @@ class SLM:
         return max(1, min(max_new_tokens, self.context_tokens - longest))
 
     def _prefill(self, encoded: list[list[int]]) -> tuple[np.ndarray, list[ort.OrtValue], np.ndarray]:
+        # The prompt goes in windows: the graph materialises [heads, window, total] attention
+        # scores, so a long prompt in one piece would set the process's peak memory.
         width = max(len(ids) for ids in encoded)
         pad = next(iter(self.stop_ids), 0)
         ids = np.array([[pad] * (width - len(x)) + x for x in encoded], dtype=np.int64)
-        mask = np.array([[0] * (width - len(x)) + [1] * len(x) for x in encoded], dtype=np.int64)
+        full_mask = np.array([[0] * (width - len(x)) + [1] * len(x) for x in encoded], dtype=np.int64)
         empty = np.zeros((len(encoded), self.kv_heads, 0, self.head_dim), dtype=np.float32)
         past = [ort.OrtValue.ortvalue_from_numpy(empty)] * (2 * self.num_layers)
-        logits, present = self._run(ids, mask, past)
-        return logits, present, mask
+        for start in range(0, width, self.prefill_chunk):
+            end = min(width, start + self.prefill_chunk)
+            logits, past = self._run(np.ascontiguousarray(ids[:, start:end]),
+                                     np.ascontiguousarray(full_mask[:, :end]), past)
+        return logits, past, full_mask
 
     def _step(self, next_ids: list[int], past: list[ort.OrtValue],
               mask: np.ndarray) -> tuple[np.ndarray, list[ort.OrtValue], np.ndarray]:
