@@ -87,3 +87,12 @@ def test_constrained_labels_and_records_always_parse(slm):
     for seed in range(10):
         config = GenerationConfig(max_new_tokens=30, temperature=1.0, seed=seed)
         assert records.is_complete(slm.generate(prompt, config, records).text)
+
+
+def test_stream_never_shows_part_of_a_stop_string(slm):
+    prompt = slm.chat("Count from 1 to 10 separated by commas.")
+    free = slm.generate(prompt, GenerationConfig(max_new_tokens=40)).text
+    stop = free[8:12]
+    assert len(stop) == 4
+    pieces = list(slm.stream(prompt, GenerationConfig(max_new_tokens=40, stop=(stop,))))
+    assert "".join(pieces) == free[: free.index(stop)]

@@ -112,11 +112,16 @@ class SLM:
 
     def stream(self, prompt: str, config: GenerationConfig | None = None,
                constraint: Constraint | TokenMask | None = None) -> Iterator[str]:
-        """Yield the completion as text pieces; a piece never splits a UTF-8 character."""
+        """Yield the completion as text pieces.
+
+        A piece never splits a UTF-8 character, and text that may be the start of a stop
+        string is held back until it is known not to be one.
+        """
+        config = config or GenerationConfig()
         sent = 0
-        for rows in self._decode([prompt], config or GenerationConfig(), constraint):
-            text = rows[0].text
-            safe = len(text) - 1 if text.endswith("\ufffd") and not rows[0].done else len(text)
+        for rows in self._decode([prompt], config, constraint):
+            text, done = rows[0].text, bool(rows[0].done)
+            safe = len(text) if done else len(text) - _held_back(text, config.stop)
             if safe > sent:
                 yield text[sent:safe]
                 sent = safe
@@ -268,6 +273,14 @@ class SLM:
         self.session.run_with_iobinding(binding)
         outputs = binding.get_outputs()
         return outputs[0].numpy()[:, -1, :], outputs[1:]
+
+
+def _held_back(text: str, stops: tuple[str, ...]) -> int:
+    """Characters at the end of unfinished text to keep: a partial character or stop string."""
+    if text.endswith("\ufffd"):
+        return 1
+    return max((n for stop in stops for n in range(len(stop) - 1, 0, -1)
+                if text.endswith(stop[:n])), default=0)
 
 
 def _sample(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:
