@@ -1,4 +1,4 @@
-"""SLM speed and memory, fp32 vs int8 ONNX: load, prefill, decode, time to first token, peak RSS.
+"""SLM speed and memory, fp32 vs int8 ONNX (and PyTorch): load, prefill, decode, TTFT, peak RSS.
 
     python -m benchmarks.slm_speed [--models smollm2-135m qwen2.5-coder-0.5b] [--new-tokens 64]
 
@@ -8,6 +8,7 @@ Each (model, variant) runs in its own process so that peak RSS is its own.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import subprocess
 import sys
@@ -47,6 +48,42 @@ def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int) -> di
             "peak_rss_mb": round(peak_rss_mb(), 1)}
 
 
+def measure_pytorch(model: str, prompt_tokens: int, new_tokens: int) -> dict:
+    """The same measurement with PyTorch (needs the [export] extra): the GGUF loaded in fp32."""
+    import torch
+    from edge_rag_export.slm import PACKAGED, assemble_gguf
+    from transformers import AutoModelForCausalLM
+
+    from edge_rag.models.slm import SLM
+
+    work = models_home() / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    gguf = assemble_gguf(PACKAGED[model], work)
+    start = time.perf_counter()
+    network = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                   dtype=torch.float32).eval()
+    load_s = time.perf_counter() - start
+    slm = SLM.from_path(models_home() / "models" / f"{model}-int8")  # for its tokenizer only
+    ids = slm.tokenizer.encode(slm.chat(_context(slm, prompt_tokens) + "\n\nSummarise."),
+                               add_special_tokens=False).ids
+    del slm
+    with torch.inference_mode():
+        start = time.perf_counter()
+        out = network(torch.tensor([ids]), use_cache=True)
+        prefill_s = time.perf_counter() - start
+        past, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        start = time.perf_counter()
+        for _ in range(new_tokens - 1):
+            out = network(token, past_key_values=past, use_cache=True)
+            past, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        decode_s = time.perf_counter() - start
+    return {"model": model, "variant": "pytorch fp32", "file_mb": round(gguf.stat().st_size / 2**20, 1),
+            "load_s": round(load_s, 2), "prompt_tokens": len(ids),
+            "prefill_tps": round(len(ids) / prefill_s, 1),
+            "decode_tps": round((new_tokens - 1) / decode_s, 1),
+            "ttft_ms": round(prefill_s * 1000, 1), "peak_rss_mb": round(peak_rss_mb(), 1)}
+
+
 def _context(slm, tokens: int) -> str:
     with zipfile.ZipFile(LIHUA_ZIP) as archive:
         names = sorted(n for n in archive.namelist() if n.endswith(".txt"))
@@ -64,12 +101,18 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.child:
         model, variant = args.child
-        print(json.dumps(measure(model, variant, args.prompt_tokens, args.new_tokens)))
+        if variant == "pytorch":
+            print(json.dumps(measure_pytorch(model, args.prompt_tokens, args.new_tokens)))
+        else:
+            print(json.dumps(measure(model, variant, args.prompt_tokens, args.new_tokens)))
         return 0
     rows = []
     for model in args.models:
         for variant in args.variants:
-            if not (models_home() / "models" / f"{model}-{variant}").is_dir():
+            if variant == "pytorch" and importlib.util.find_spec("torch") is None:
+                print("skip pytorch: the [export] extra is not installed", file=sys.stderr)
+                continue
+            if variant != "pytorch" and not (models_home() / "models" / f"{model}-{variant}").is_dir():
                 print(f"skip {model}-{variant}: not exported", file=sys.stderr)
                 continue
             print(f"measuring {model}-{variant} ...", file=sys.stderr, flush=True)
@@ -94,7 +137,8 @@ def _child(model: str, variant: str, args: argparse.Namespace) -> dict:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", nargs="+", default=list(LLAMA_CPP))
-    parser.add_argument("--variants", nargs="+", default=["fp32", "int8"])
+    parser.add_argument("--variants", nargs="+", default=["fp32", "int8", "pytorch"],
+                        help="fp32, int8 (ONNX folders) and/or pytorch (the GGUF in transformers)")
     parser.add_argument("--prompt-tokens", type=int, default=1000)
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "VARIANT"), help=argparse.SUPPRESS)
