@@ -4,6 +4,7 @@ from .api import EdgeRAG, IndexStats
 from .config import Settings
 from .errors import (
     BadDocument,
+    ContextOverflow,
     EdgeRagError,
     EmbedderMismatch,
     IndexCorrupt,
@@ -22,7 +23,8 @@ from .retrieve import Retrieval, RetrievedChunk
 __version__ = "0.1.0"
 
 __all__ = [
-    "BadDocument", "Document", "EdgeRAG", "EdgeRagError", "EmbedderMismatch", "IndexCorrupt",
+    "BadDocument", "ContextOverflow", "Document", "EdgeRAG", "EdgeRagError", "EmbedderMismatch",
+    "IndexCorrupt",
     "IndexLocked", "IndexStats", "InsertReport", "MissingExtra", "ModelNotFound", "NoSuchDocument",
     "NotAnIndex", "Retrieval", "RetrievedChunk", "SchemaMismatch", "Settings", "SettingsError",
     "UnknownMethod", "__version__",

@@ -167,9 +167,7 @@ class EdgeRAG:
             if self._folder is None:
                 self._folder = ModelFolder.open(self.settings.home / "models" / self.settings.embedder)
                 self.store.bind_embedder(self._folder.identity)
-            self._embedder = Embedder(self._folder, self.settings.intra_op_threads,
-                                      self.settings.embed_batch_size,
-                                      settings_session_options(self.settings))
+            self._embedder = Embedder.from_settings(self.settings, self._folder)
         return self._embedder
 
     # -- internals -------------------------------------------------------------------------

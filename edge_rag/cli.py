@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from typing import Any
 
 from .answer import Answer
 from .api import EdgeRAG
-from .config import Settings
+from .config import Settings, models_home
 from .errors import EdgeRagError
 from .index import InsertReport
 from .retrieve import RETRIEVERS, Retrieval
@@ -99,11 +100,7 @@ def _add_index(commands: Any) -> None:
 def _add_retrieve(commands: Any) -> None:
     retrieve = commands.add_parser("retrieve", help="find the context for a question",
                                    description="Retrieve context chunks for a question.")
-    retrieve.add_argument("question", help="the question, in quotes")
-    _common(retrieve)
-    retrieve.add_argument("--method", default="vector", choices=sorted(RETRIEVERS),
-                          help="retrieval method (default: %(default)s)")
-    retrieve.add_argument("--top-k", type=int, default=None, help="how many chunks (default: profile)")
+    _question(retrieve)
     retrieve.set_defaults(handler=_retrieve)
 
 
@@ -111,11 +108,7 @@ def _add_ask(commands: Any) -> None:
     ask = commands.add_parser("ask", help="answer a question with the SLM and cite sources",
                               description="Retrieve context, then answer with the small language "
                               "model; the answer cites numbered sources.")
-    ask.add_argument("question", help="the question, in quotes")
-    _common(ask)
-    ask.add_argument("--method", default="vector", choices=sorted(RETRIEVERS),
-                     help="retrieval method (default: %(default)s)")
-    ask.add_argument("--top-k", type=int, default=None, help="chunks to retrieve (default: profile)")
+    _question(ask)
     ask.add_argument("--stream", action="store_true", help="print the answer as it is generated")
     ask.set_defaults(handler=_ask)
 
@@ -143,6 +136,15 @@ def _add_stats(commands: Any) -> None:
     stats.set_defaults(handler=_stats)
 
 
+def _question(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("question", help="the question, in quotes")
+    _common(parser)
+    parser.add_argument("--method", default="vector", choices=sorted(RETRIEVERS),
+                        help="retrieval method (default: %(default)s)")
+    parser.add_argument("--top-k", type=int, default=None,
+                        help="chunks to retrieve (default: profile)")
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", required=True, type=Path, metavar="DIR", help="index directory")
     parser.add_argument("--profile", default=None, help="device profile name or TOML path")
@@ -151,16 +153,17 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 # -- handlers ------------------------------------------------------------------------------
 
-def _export_embedder(args: argparse.Namespace) -> int:
-    from .config import models_home
-
+def _export_tool(module: str) -> Any:
     try:
-        from edge_rag_export.embedder import export_embedder
+        return importlib.import_module(f"edge_rag_export.{module}")
     except ImportError as exc:
         raise EdgeRagError(f"the export tool is not installed ({exc}); "
                            "pip install 'edge-rag[export]'") from None
-    path = export_embedder(models_home(args.home), args.source, args.name, args.force)
-    print(path)
+
+
+def _export_embedder(args: argparse.Namespace) -> int:
+    tool = _export_tool("embedder")
+    print(tool.export_embedder(models_home(args.home), args.source, args.name, args.force))
     return 0
 
 
@@ -227,14 +230,9 @@ def _stats(args: argparse.Namespace) -> int:
 # -- helpers -------------------------------------------------------------------------------
 
 def _export_slm(args: argparse.Namespace) -> int:
-    from .config import models_home
-
-    try:
-        from edge_rag_export.slm import export_slm
-    except ImportError as exc:
-        raise EdgeRagError(f"the export tool is not installed ({exc}); "
-                           "pip install 'edge-rag[export]'") from None
-    print(export_slm(models_home(args.home), args.source, args.name, args.force, args.keep_fp32))
+    tool = _export_tool("slm")
+    print(tool.export_slm(models_home(args.home), args.source, args.name, args.force,
+                          args.keep_fp32))
     return 0
 
 

@@ -32,7 +32,15 @@ class MissingExtra(EdgeRagError):
 
 
 class BadDocument(EdgeRagError):
-    """A document cannot be indexed (empty, binary, too large, unreadable)."""
+    """A document cannot be indexed (empty, binary, too large, unreadable).
+
+    The message starts with the document's source, which is also ``.source``.
+    """
+
+    @property
+    def source(self) -> str:
+        """Where the refused document came from."""
+        return str(self).split(": ", 1)[0]
 
 
 class IndexLocked(EdgeRagError):
@@ -45,6 +53,10 @@ class SettingsError(EdgeRagError):
 
 class UnknownMethod(EdgeRagError):
     """A retrieval method name that edge-rag does not provide."""
+
+
+class ContextOverflow(EdgeRagError):
+    """A prompt that does not fit the model's context window."""
 
 
 class NoSuchDocument(EdgeRagError):

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+
 from edge_rag.errors import MissingExtra
 
 EXTRA_HINT = "pip install 'edge-rag[export]'"
+
+
+def log(message: str) -> None:
+    """Progress line of a long export step, on stderr."""
+    print(f"[export] {message}", file=sys.stderr, flush=True)
 
 
 def require_export_extra() -> None:

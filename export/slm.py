@@ -6,7 +6,6 @@ import importlib.util
 import json
 import re
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 from edge_rag.errors import EdgeRagError, ModelNotFound
 from edge_rag.models.folder import MANIFEST, file_sha256
 
+from . import log as _log
 from . import require_export_extra
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "mistral")
@@ -310,7 +310,3 @@ def _package_dir(package: str, name: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotFound(f"{name}: package {package} is missing: {PIP_HINT[name]}")
     return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _log(message: str) -> None:
-    print(f"[export] {message}", file=sys.stderr, flush=True)

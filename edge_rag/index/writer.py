@@ -79,12 +79,12 @@ class Indexer:
 
     def _insert_reported(self, doc: Document | BadDocument, report: InsertReport) -> int:
         if isinstance(doc, BadDocument):
-            report.failed.append(_failure(doc))
+            report.failed.append((doc.source, str(doc)))
             return 0
         try:
             doc_id, n_chunks, duplicate = self._insert_one(doc)
         except BadDocument as exc:
-            report.failed.append(_failure(exc, doc.source))
+            report.failed.append((doc.source, str(exc)))
             return 0
         report.warnings.extend(doc.warnings)
         if duplicate:
@@ -135,7 +135,3 @@ class Indexer:
             cache.update(zip(missing, self.embedder.embed(missing)))
         return np.stack([cache[t] for t in texts])
 
-
-def _failure(exc: BadDocument, source: str | None = None) -> tuple[str, str]:
-    message = str(exc)
-    return (source or message.split(": ", 1)[0], message)

@@ -157,11 +157,11 @@ class JsonObject:
 
     def accepts_prefix(self, text: str) -> bool:
         """The text is a prefix of some valid object."""
-        return self._match(text, prefix=True)
+        return _prefix_of(text, self._pieces())
 
     def is_complete(self, text: str) -> bool:
         """The text is a whole valid object that ``json.loads`` reads."""
-        if not self._match(text, prefix=False):
+        if self._pattern().fullmatch(text) is None:
             return False
         try:
             return isinstance(json.loads(text), dict)
@@ -188,12 +188,6 @@ class JsonObject:
                 out += '""' if state is None else ("" if state[1] else '"')
                 position += state[0] if state else 0
         return out
-
-    def _match(self, text: str, prefix: bool) -> bool:
-        pattern = self._pattern()
-        if not prefix:
-            return pattern.fullmatch(text) is not None
-        return _prefix_of(text, self._pieces())
 
     def _pieces(self) -> list[tuple[str, object]]:
         pieces: list[tuple[str, object]] = [("lit", "{")]

@@ -30,9 +30,9 @@ class Embedder:
         self._input_names = {i.name for i in self.session.get_inputs()}
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Embedder:
-        """Load the embedder that the settings name from the models home."""
-        folder = ModelFolder.open(settings.home / "models" / settings.embedder)
+    def from_settings(cls, settings: Settings, folder: ModelFolder | None = None) -> Embedder:
+        """Load the embedder that the settings name (or an already opened folder)."""
+        folder = folder or ModelFolder.open(settings.home / "models" / settings.embedder)
         return cls(folder, settings.intra_op_threads, settings.embed_batch_size,
                    settings_session_options(settings))
 

@@ -16,17 +16,13 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from ..errors import EdgeRagError
+from ..errors import ContextOverflow, EdgeRagError
 from .constraints import Constraint, TokenMask
 from .folder import ModelFolder
 from .session import new_session, session_options
 
 CANDIDATES = 64
 SLM_HINT = "run 'edge-rag export slm' (needs: pip install 'edge-rag[export]')"
-
-
-class ContextOverflow(EdgeRagError):
-    """The prompt does not fit the model's context window."""
 
 
 @dataclass
@@ -57,6 +53,7 @@ class Generation:
 class _Row:
     """Per-sequence decoding state."""
 
+    prompt_tokens: int = 0
     ids: list[int] = field(default_factory=list)
     text: str = ""
     done: str = ""
@@ -132,10 +129,9 @@ class SLM:
         config = config or GenerationConfig()
         timings: dict[str, float] = {}
         *_, rows = self._decode(prompts, config, constraint, timings)
-        prompt_tokens = [len(self._encode(p)) for p in prompts]
-        return [Generation(row.text, n, len(row.ids), row.done or "length",
+        return [Generation(row.text, row.prompt_tokens, len(row.ids), row.done or "length",
                            timings.get("prefill", 0.0), timings.get("decode", 0.0))
-                for row, n in zip(rows, prompt_tokens)]
+                for row in rows]
 
     def _decode(self, prompts: Sequence[str], config: GenerationConfig,
                 constraint: Constraint | TokenMask | None,
@@ -144,7 +140,7 @@ class SLM:
         encoded = [self._encode(p) for p in prompts]
         budget = self._budget(encoded, config.max_new_tokens)
         rng = np.random.default_rng(config.seed)
-        rows = [_Row() for _ in prompts]
+        rows = [_Row(prompt_tokens=len(ids)) for ids in encoded]
         start = time.perf_counter()
         logits, past, mask = self._prefill(encoded)
         timings["prefill"] = (time.perf_counter() - start) * 1000
@@ -202,10 +198,15 @@ class SLM:
 
     def _valid_candidates(self, logits: np.ndarray, text: str, constraint: Constraint) -> np.ndarray:
         # Look at the likeliest tokens first; scan further only when none of them fits.
+        top = np.argpartition(-logits, CANDIDATES)[:CANDIDATES]
+        top = top[np.argsort(-logits[top])]
+        valid = [int(t) for t in top if self._keeps_valid(int(t), text, constraint)]
+        if valid:
+            return np.array(valid)
         order = np.argsort(-logits)
-        bounds = [0, CANDIDATES, *range(CANDIDATES + 4096, len(order) + 4096, 4096)]
-        for start, end in zip(bounds, bounds[1:]):
-            valid = [int(t) for t in order[start:end] if self._keeps_valid(int(t), text, constraint)]
+        for start in range(CANDIDATES, len(order), 4096):
+            valid = [int(t) for t in order[start:start + 4096]
+                     if self._keeps_valid(int(t), text, constraint)]
             if valid:
                 return np.array(valid[:CANDIDATES])
         raise EdgeRagError("constrained decoding found no token that keeps the output valid")
