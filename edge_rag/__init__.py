@@ -12,6 +12,7 @@ from .errors import (
     MissingExtra,
     ModelNotFound,
     NoSuchDocument,
+    NoSuchEntity,
     NotAnIndex,
     SchemaMismatch,
     SettingsError,
@@ -26,6 +27,7 @@ __all__ = [
     "BadDocument", "ContextOverflow", "Document", "EdgeRAG", "EdgeRagError", "EmbedderMismatch",
     "IndexCorrupt",
     "IndexLocked", "IndexStats", "InsertReport", "MissingExtra", "ModelNotFound", "NoSuchDocument",
+    "NoSuchEntity",
     "NotAnIndex", "Retrieval", "RetrievedChunk", "SchemaMismatch", "Settings", "SettingsError",
     "UnknownMethod", "__version__",
 ]

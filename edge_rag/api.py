@@ -12,13 +12,17 @@ from .answer import Answer, Answerer, AnswerStream
 from .config import Settings
 from .errors import BadDocument, ModelNotFound
 from .index import Chunker, Document, Indexer, InsertReport, read_sources
+from .index.aggregate import AggregationParams
+from .index.export import graph_data
+from .index.extract import make_extractor
+from .index.graph import GraphBuilder
 from .models import Embedder, ModelFolder
 from .models.session import settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .retrieve import IndexView, Retrieval, make_retriever
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 
-INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype")
+INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype", "extractor")
 
 
 @dataclass
@@ -31,6 +35,10 @@ class IndexStats:
     entities: int
     relations: int
     similar_edges: int
+    entity_names: int = 0
+    merges: int = 0
+    chunks_in_graph: int = 0
+    extraction_failures: int = 0
     files: dict[str, int] = field(default_factory=dict)
     embedder: str = ""
     schema_version: str = ""
@@ -148,6 +156,10 @@ class EdgeRAG:
                             settings_session_options(self.settings))
         return self._slm
 
+    def graph(self, around: str | None = None, hops: int = 2) -> dict[str, Any]:
+        """The entity graph as JSON-ready nodes and edges, or the neighbourhood of one entity."""
+        return graph_data(self.store.conn, around, hops)
+
     def documents(self) -> list[DocumentRecord]:
         """Every stored document."""
         return self.store.documents()
@@ -177,7 +189,18 @@ class EdgeRAG:
         self._chunk_vectors = None  # readers reload the file this writer saves
         chunker = Chunker(self.embedder.tokenizer, self.settings.chunk_tokens,
                           self.settings.chunk_overlap)
-        return Indexer(self.store, vectors, self.embedder, chunker, self.settings.vector_save_every)
+        return Indexer(self.store, vectors, self.embedder, chunker, self.settings.vector_save_every,
+                       self._graph_builder())
+
+    def _graph_builder(self) -> GraphBuilder:
+        settings = self.settings
+        extractor = make_extractor(settings, self.slm if settings.extractor == "slm" else None)
+        params = AggregationParams(settings.aggregate_tau, settings.aggregate_lambda,
+                                   settings.aggregate_delta, settings.aggregate_merge)
+        entity = self._new_vector_index("entity").open(writable=True)
+        relation = self._new_vector_index("relation").open(writable=True)
+        return GraphBuilder(self.store, entity, relation, self.embedder, extractor, params,
+                            settings.graph_batch_chunks)
 
     def _vectors(self) -> VectorIndex:
         if self._chunk_vectors is None or self._chunk_vectors.is_stale():
@@ -197,9 +220,8 @@ class EdgeRAG:
             finally:
                 lock.release()
 
-    def _new_vector_index(self) -> VectorIndex:
-        return VectorIndex(self.directory, "chunk", self.embedder.dim,
-                           self.settings.vector_dtype, self.store)
+    def _new_vector_index(self, kind: str = "chunk") -> VectorIndex:
+        return VectorIndex(self.directory, kind, self.embedder.dim, self.settings.vector_dtype, self.store)
 
 
 def _chain(docs: list[Document], files: list, limit: int) -> Iterator[Document | BadDocument]:

@@ -1,4 +1,4 @@
-"""The ``edge-rag`` command line: export, index, retrieve, ask, delete, documents, stats."""
+"""The ``edge-rag`` command line: export, index, retrieve, ask, delete, documents, stats, graph."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from typing import Any
 
 from .answer import Answer
 from .api import EdgeRAG
-from .config import Settings, models_home
+from .config import EXTRACTORS, Settings, models_home
 from .errors import EdgeRagError
 from .index import InsertReport
+from .index.export import draw_neighbourhood, graphml
 from .retrieve import RETRIEVERS, Retrieval
 
 Handler = Callable[[argparse.Namespace], int]
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_delete(commands)
     _add_documents(commands)
     _add_stats(commands)
+    _add_graph(commands)
     return parser
 
 
@@ -90,10 +92,15 @@ def _add_index(commands: Any) -> None:
     index = commands.add_parser("index", help="add files, folders or zip archives to an index",
                                 description="Add .txt, .md, .json/.jsonl (records with a 'text' "
                                 "field) files, folders (recursive) and .zip archives of them. "
-                                "Each document commits on its own; re-adding one is a no-op.")
+                                "Each document commits on its own; re-adding one is a no-op. "
+                                "Then the new chunks' entities and relations are extracted into "
+                                "the graph (and any left over by an interrupted run).")
     index.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or .zip archives")
     _common(index)
-    index.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    index.add_argument("--extractor", default=None, choices=EXTRACTORS,
+                       help="graph extractor: fast rules, the SLM, or none (default: profile; "
+                       "an index keeps the one it was created with)")
+    index.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     index.set_defaults(handler=_index)
 
 
@@ -136,6 +143,23 @@ def _add_stats(commands: Any) -> None:
     stats.set_defaults(handler=_stats)
 
 
+def _add_graph(commands: Any) -> None:
+    graph = commands.add_parser("graph", help="export the entity graph or a neighbourhood",
+                                description="Write the graph (entities, structural relations with "
+                                "their weight, similar edges with their score) as JSON or GraphML; "
+                                "with --around, only the entities within --hops of one entity.")
+    graph.add_argument("--index", required=True, type=Path, metavar="DIR", help="index directory")
+    graph.add_argument("--format", default="json", choices=("json", "graphml"),
+                       help="output format (default: %(default)s)")
+    graph.add_argument("--around", default=None, metavar="ENTITY", help="centre entity name")
+    graph.add_argument("--hops", type=int, default=2, help="neighbourhood radius (default: %(default)s)")
+    graph.add_argument("--output", type=Path, default=None, metavar="FILE",
+                       help="write to FILE instead of standard output")
+    graph.add_argument("--png", type=Path, default=None, metavar="FILE",
+                       help="also draw the neighbourhood of --around to a PNG (needs the [bench] extra)")
+    graph.set_defaults(handler=_graph)
+
+
 def _question(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="the question, in quotes")
     _common(parser)
@@ -168,7 +192,7 @@ def _export_embedder(args: argparse.Namespace) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
-    with _open(args, create=True) as rag:
+    with _open(args, create=True, extractor=args.extractor) as rag:
         report = rag.insert(*args.paths, progress=not (args.no_progress or args.json))
     _emit(args, _report_dict(report), _report_text(report))
     for _source, message in report.failed:
@@ -219,10 +243,11 @@ def _stats(args: argparse.Namespace) -> int:
     with _open(args) as rag:
         stats = rag.stats()
     data = stats.to_dict()
-    lines = [f"{key:>14}: {data[key]}" for key in
-             ("documents", "chunks", "entities", "relations", "similar_edges", "embedder")]
-    lines += [f"{name:>14}: {size:,} bytes" for name, size in stats.files.items()]
-    lines.append(f"{'total':>14}: {stats.total_bytes:,} bytes")
+    lines = [f"{key:>19}: {data[key]}" for key in
+             ("documents", "chunks", "entity_names", "entities", "merges", "relations",
+              "similar_edges", "chunks_in_graph", "extraction_failures", "embedder")]
+    lines += [f"{name:>19}: {size:,} bytes" for name, size in stats.files.items()]
+    lines.append(f"{'total':>19}: {stats.total_bytes:,} bytes")
     _emit(args, data, "\n".join(lines))
     return 0
 
@@ -243,9 +268,24 @@ def _sources_text(answer: Answer) -> str:
     return "\n".join(["sources:", *lines, f"timings: {timing}"])
 
 
-def _open(args: argparse.Namespace, create: bool = False) -> EdgeRAG:
-    Settings.load(args.profile)  # validate the profile before touching the index
-    return EdgeRAG.open(args.index, args.profile, create=create)
+def _open(args: argparse.Namespace, create: bool = False, **overrides: Any) -> EdgeRAG:
+    Settings.load(args.profile, **overrides)  # validate the profile before touching the index
+    return EdgeRAG.open(args.index, args.profile, create=create, **overrides)
+
+
+def _graph(args: argparse.Namespace) -> int:
+    with EdgeRAG.open(args.index, create=False) as rag:
+        data = rag.graph(args.around, args.hops)
+    text = graphml(data) if args.format == "graphml" else json.dumps(data, ensure_ascii=False, indent=1)
+    if args.output is None:
+        print(text)
+    else:
+        args.output.write_text(text + "\n", encoding="utf-8")
+    if args.png is not None:
+        if args.around is None:
+            raise EdgeRagError("--png draws a neighbourhood: give --around ENTITY")
+        draw_neighbourhood(data, args.around, args.png)
+    return 0
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -260,6 +300,9 @@ def _report_dict(report: InsertReport) -> dict[str, Any]:
         "warnings": report.warnings,
         "chunks": report.chunks,
         "seconds": round(report.seconds, 3),
+        "graph": {"chunks": report.graph.chunks, "extracted": report.graph.extracted,
+                  "cached": report.graph.cached, "failures": report.graph.failures,
+                  "seconds": round(report.graph.seconds, 3)},
     }
 
 
@@ -267,6 +310,10 @@ def _report_text(report: InsertReport) -> str:
     text = (f"added {len(report.added)} documents ({report.chunks} chunks) in "
             f"{report.seconds:.1f} s; {len(report.duplicates)} already indexed; "
             f"{len(report.failed)} refused")
+    graph = report.graph
+    if graph.chunks:
+        text += (f"\ngraph: {graph.chunks} chunks extracted in {graph.seconds:.1f} s "
+                 f"({graph.cached} from cache, {graph.failures} extraction failures)")
     return "\n".join([text, *(f"warning: {w}" for w in report.warnings)])
 
 

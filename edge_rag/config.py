@@ -12,6 +12,7 @@ from typing import Any
 from .errors import SettingsError
 
 VECTOR_DTYPES = ("f32", "f16", "i8")
+EXTRACTORS = ("fast", "slm", "none")
 PROFILE_DIR_ENV = "EDGE_RAG_PROFILES"
 HOME_ENV = "EDGE_RAG_HOME"
 
@@ -43,6 +44,15 @@ class Settings:
     sqlite_cache_mb: int = 16
     sqlite_mmap_mb: int = 64
     vector_save_every: int = 200
+    extractor: str = "fast"
+    extract_batch_size: int = 4
+    extract_max_tokens: int = 320
+    extract_retries: int = 1
+    graph_batch_chunks: int = 256
+    aggregate_tau: float = 0.8
+    aggregate_lambda: float = 0.6
+    aggregate_delta: float = 0.6
+    aggregate_merge: float = 0.9
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -62,6 +72,13 @@ class Settings:
         _check(self.top_k >= 1, "top_k must be at least 1")
         _check(self.max_document_mb > 0, "max_document_mb must be positive")
         _check(self.vector_save_every >= 1, "vector_save_every must be at least 1")
+        _check(self.extractor in EXTRACTORS, f"extractor must be one of {EXTRACTORS}")
+        _check(self.extract_batch_size >= 1 and self.graph_batch_chunks >= 1,
+               "extract_batch_size and graph_batch_chunks must be at least 1")
+        _check(self.extract_max_tokens >= 32, "extract_max_tokens must be at least 32")
+        _check(self.extract_retries >= 0, "extract_retries must be >= 0")
+        for name in ("aggregate_tau", "aggregate_lambda", "aggregate_delta", "aggregate_merge"):
+            _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be within [0, 1]")
 
     @property
     def home(self) -> Path:

@@ -61,3 +61,7 @@ class ContextOverflow(EdgeRagError):
 
 class NoSuchDocument(EdgeRagError):
     """A document id that is not in the index."""
+
+
+class NoSuchEntity(EdgeRagError):
+    """No entity of that name is in the graph."""

@@ -10,7 +10,7 @@ from edge_rag.cli import build_parser, main
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 COMMANDS = [["export"], ["export", "embedder"], ["export", "slm"], ["index"], ["retrieve"],
-            ["ask"], ["delete"], ["documents"], ["stats"]]
+            ["ask"], ["delete"], ["documents"], ["stats"], ["graph"]]
 
 
 def _json(capsys, *argv) -> object:
@@ -41,8 +41,17 @@ def test_index_retrieve_documents_delete_stats_json(tmp_path, lihua_dir, capsys,
     index = str(tmp_path / "index")
     files = [str(lihua_dir / "20260105_1400.txt"), str(lihua_dir / "20260106_2000.txt")]
     report = _json(capsys, "index", *files, "--index", index, "--json")
-    assert set(report) == {"added", "duplicates", "failed", "warnings", "chunks", "seconds"}
+    assert set(report) == {"added", "duplicates", "failed", "warnings", "chunks", "seconds", "graph"}
     assert len(report["added"]) == 2 and report["failed"] == []
+    assert report["graph"]["chunks"] == report["chunks"] and report["graph"]["failures"] == 0
+
+    graph = _json(capsys, "graph", "--index", index, "--around", "Li Hua", "--hops", "1")
+    assert "LiHua" in {n["name"] for n in graph["nodes"]}
+    assert {"source", "target", "kind", "weight", "score", "keywords", "description", "chunks"} == set(
+        graph["edges"][0])
+    out = tmp_path / "graph.graphml"
+    assert main(["graph", "--index", index, "--format", "graphml", "--output", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").startswith("<?xml") and "<edge " in out.read_text()
 
     found = _json(capsys, "retrieve", "When does Li Hua check in with Adam?", "--index", index,
                   "--top-k", "2", "--json")
@@ -57,7 +66,9 @@ def test_index_retrieve_documents_delete_stats_json(tmp_path, lihua_dir, capsys,
 
     stats = _json(capsys, "stats", "--index", index, "--json")
     assert stats["documents"] == 1 and stats["total_bytes"] == sum(stats["files"].values())
-    assert {"chunks", "entities", "relations", "similar_edges", "embedder"} <= set(stats)
+    assert {"chunks", "entities", "relations", "similar_edges", "embedder", "entity_names", "merges",
+            "chunks_in_graph", "extraction_failures"} <= set(stats)
+    assert stats["chunks_in_graph"] == stats["chunks"]
 
 
 def test_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, model_folder):
@@ -72,3 +83,9 @@ def test_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, model_folder):
 
     assert main(["stats", "--index", str(tmp_path / "i"), "--profile", "nope"]) == 1
     assert "unknown device profile" in capsys.readouterr().err
+
+    (tmp_path / "note.txt").write_text("LiHua: hello there.\n")
+    assert main(["index", str(tmp_path / "note.txt"), "--index", str(tmp_path / "i"), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["graph", "--index", str(tmp_path / "i"), "--around", "Nobody"]) == 1
+    assert "no entity named 'Nobody'" in capsys.readouterr().err

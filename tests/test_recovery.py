@@ -108,3 +108,40 @@ def test_damaged_vector_file_is_rebuilt_from_sqlite(tmp_path, how, model_folder)
         assert rag.retrieve("sleeping otters", top_k=1).chunks[0].source == "otters"
     with EdgeRAG.open(index, create=False) as rag:
         assert not rag._vectors().rebuilt, "the rebuilt file should have been saved"
+
+
+GRAPH_WRITER = textwrap.dedent("""
+    import sys
+    from edge_rag import EdgeRAG
+    with EdgeRAG.open(sys.argv[1], progress=False, graph_batch_chunks=4) as rag:
+        rag.insert(sys.argv[2])
+""")
+
+
+def _chunks_in_graph(index) -> int:
+    try:
+        with sqlite3.connect(f"file:{index / 'index.sqlite'}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute("SELECT count(*) FROM chunk_graph").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.slow
+def test_sigkill_mid_graph_build_resumes_to_the_same_graph(tmp_path, lihua_dir, lihua_index):
+    index = tmp_path / "index"
+    writer = subprocess.Popen([sys.executable, "-c", GRAPH_WRITER, str(index), str(lihua_dir)])
+    deadline = time.monotonic() + 300
+    while _chunks_in_graph(index) < 8 and writer.poll() is None:
+        assert time.monotonic() < deadline, "writer made no progress"
+        time.sleep(0.02)
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    with EdgeRAG.open(index, progress=False) as rag:
+        done = rag.stats()
+        assert 8 <= done.chunks_in_graph < done.chunks or writer.returncode == 0
+        assert rag.retrieve("Li Hua moving in", top_k=3).chunks
+        rag.insert(lihua_dir)  # every document is a duplicate: only the graph work resumes
+        assert rag.stats().chunks_in_graph == rag.stats().chunks
+        resumed = rag.graph()
+    with EdgeRAG.open(lihua_index, create=False) as reference:
+        assert resumed == reference.graph()

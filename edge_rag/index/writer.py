@@ -14,6 +14,7 @@ from ..errors import BadDocument
 from ..models.embedder import Embedder
 from ..store import DocumentRecord, GraphStore, VectorIndex
 from .chunking import Chunk, Chunker
+from .graph import GraphBuilder, GraphReport
 from .reader import Document
 
 EMBED_GROUP = 64
@@ -30,6 +31,7 @@ class InsertReport:
     warnings: list[str] = field(default_factory=list)
     chunks: int = 0
     seconds: float = 0.0
+    graph: GraphReport = field(default_factory=GraphReport)
 
     @property
     def ok(self) -> bool:
@@ -41,15 +43,20 @@ class Indexer:
     """Adds and deletes documents; the caller holds the index's write lock."""
 
     def __init__(self, store: GraphStore, chunk_vectors: VectorIndex, embedder: Embedder,
-                 chunker: Chunker, save_every: int) -> None:
+                 chunker: Chunker, save_every: int, graph: GraphBuilder) -> None:
         self.store = store
         self.chunk_vectors = chunk_vectors
         self.embedder = embedder
         self.chunker = chunker
         self.save_every = save_every
+        self.graph = graph
 
     def insert(self, documents: Iterable[Document | BadDocument], progress: bool) -> InsertReport:
-        """Insert documents one transaction each; bad ones are reported, never fatal."""
+        """Insert documents one transaction each, then extract their chunks into the graph.
+
+        Bad documents are reported, never fatal. Chunks left out of the graph by an earlier,
+        interrupted run are extracted too.
+        """
         report, start, unsaved = InsertReport(), time.perf_counter(), 0
         bar = tqdm(documents, unit="doc", desc="indexing", disable=not progress, leave=False,
                    mininterval=1.0)
@@ -61,16 +68,25 @@ class Indexer:
                 unsaved = 0
         if unsaved:
             self.save_vectors()
+        report.graph = self.graph.update(progress)
         report.seconds = time.perf_counter() - start
         return report
 
     def delete(self, doc_id: str) -> int:
-        """Delete a document with its chunks and vectors; returns the chunk count."""
+        """Delete a document with its chunks, vectors and the graph it alone supports.
+
+        Returns the number of chunks removed. It is one transaction: all of it or nothing.
+        """
         with self.store.write():
-            chunk_ids = self.store.delete_document(doc_id)
+            chunk_ids = [c.id for c in self.store.document_chunks(doc_id)]
+            touched = self.graph.tables.keys_of_chunks(chunk_ids)
+            self.store.delete_document(doc_id)
             self.store.bump_generation("chunk")
+            self.graph.refresh(touched)
         self.chunk_vectors.remove(chunk_ids)
         self.save_vectors()
+        self.graph.save_vectors()
+        self.graph.embed_pending()
         return len(chunk_ids)
 
     def save_vectors(self) -> None:

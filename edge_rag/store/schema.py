@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 VECTOR_KINDS = ("chunk", "entity", "relation")
 
-# Relations are the graph's adjacency: kind 'structural' carries a weight (omega_r),
-# kind 'similar' carries the aggregation score S. Both endpoints are indexed so one-hop
-# lookups in either direction are an index seek.
+# Mentions (per chunk, as extracted) are the source of truth of the graph; entity_keys (one row
+# per normalised name, with its name vector) and the nodes, relations and links are derived
+# from them and rebuilt for the part an insert or delete touches. Relations are the graph's
+# adjacency: kind 'structural' carries a weight (omega_r), kind 'similar' the aggregation score
+# S. Both endpoints are indexed so one-hop lookups in either direction are an index seek.
+# Version 1 files had the same tables for documents and chunks and empty graph tables, so
+# opening one drops GRAPH_TABLES_V1, creates the rest and keeps everything else.
 DDL = """
 CREATE TABLE IF NOT EXISTS manifest (
     key TEXT PRIMARY KEY,
@@ -36,9 +40,20 @@ CREATE TABLE IF NOT EXISTS entities (
     name TEXT NOT NULL,
     type TEXT NOT NULL DEFAULT '',
     description TEXT NOT NULL DEFAULT '',
-    vector BLOB
+    n_keys INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS entities_name ON entities(name);
+CREATE TABLE IF NOT EXISTS entity_keys (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL UNIQUE,
+    entity_id INTEGER REFERENCES entities(id) ON DELETE SET NULL,
+    name TEXT NOT NULL,
+    type TEXT NOT NULL DEFAULT '',
+    description TEXT NOT NULL DEFAULT '',
+    mentions INTEGER NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entity_keys_entity ON entity_keys(entity_id);
 CREATE TABLE IF NOT EXISTS relations (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL CHECK (kind IN ('structural', 'similar')),
@@ -48,6 +63,7 @@ CREATE TABLE IF NOT EXISTS relations (
     description TEXT NOT NULL DEFAULT '',
     weight REAL,
     score REAL,
+    text_sha TEXT,
     vector BLOB,
     CHECK ((kind = 'structural' AND weight IS NOT NULL) OR (kind = 'similar' AND score IS NOT NULL))
 );
@@ -65,6 +81,37 @@ CREATE TABLE IF NOT EXISTS relation_chunks (
     PRIMARY KEY (relation_id, chunk_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS relation_chunks_chunk ON relation_chunks(chunk_id, relation_id);
+CREATE TABLE IF NOT EXISTS entity_mentions (
+    chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    name TEXT NOT NULL,
+    type TEXT NOT NULL,
+    description TEXT NOT NULL,
+    PRIMARY KEY (chunk_id, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entity_mentions_key ON entity_mentions(key);
+CREATE TABLE IF NOT EXISTS relation_mentions (
+    chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    source_key TEXT NOT NULL,
+    target_key TEXT NOT NULL,
+    keywords TEXT NOT NULL,
+    description TEXT NOT NULL,
+    strength REAL NOT NULL,
+    PRIMARY KEY (chunk_id, source_key, target_key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS relation_mentions_source ON relation_mentions(source_key);
+CREATE INDEX IF NOT EXISTS relation_mentions_target ON relation_mentions(target_key);
+CREATE TABLE IF NOT EXISTS chunk_graph (
+    chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+    extractor TEXT NOT NULL,
+    failures INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS extractions (
+    chunk_sha TEXT NOT NULL,
+    extractor TEXT NOT NULL,
+    output TEXT NOT NULL,
+    PRIMARY KEY (chunk_sha, extractor)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vector_files (
     kind TEXT PRIMARY KEY,
     generation INTEGER NOT NULL DEFAULT 0,
@@ -74,3 +121,5 @@ CREATE TABLE IF NOT EXISTS vector_files (
     saved_crc32 INTEGER
 );
 """
+
+GRAPH_TABLES_V1 = ("relation_chunks", "chunk_entities", "relations", "entities")

@@ -16,10 +16,10 @@ import sqlite_utils
 
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
-from .schema import DDL, SCHEMA_VERSION, VECTOR_KINDS
+from .schema import DDL, GRAPH_TABLES_V1, SCHEMA_VERSION, VECTOR_KINDS
 
 DB_FILE = "index.sqlite"
-VECTOR_TABLES = {"chunk": "chunks", "entity": "entities", "relation": "relations"}
+VECTOR_TABLES = {"chunk": "chunks", "entity": "entity_keys", "relation": "relations"}
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,9 @@ class GraphStore:
             self._create_schema()
             return
         version = self.manifest().get("schema_version")
+        if version == "1":
+            self._migrate_from_v1()
+            return
         if version != str(SCHEMA_VERSION):
             raise SchemaMismatch(
                 f"index {self.path.parent} has schema version {version}; this edge-rag "
@@ -124,13 +127,24 @@ class GraphStore:
 
     def _create_schema(self) -> None:
         with self.write():
-            for statement in DDL.split(";"):
-                if statement.strip():
-                    self.conn.execute(statement)
+            self._run_ddl()
             self._set_manifest({"schema_version": str(SCHEMA_VERSION), "created_at": _now()})
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO vector_files(kind) VALUES (?)", [(k,) for k in VECTOR_KINDS]
-            )
+
+    def _migrate_from_v1(self) -> None:
+        # Version 1 never wrote to its graph tables; version 2 replaces them.
+        with self.write():
+            for table in GRAPH_TABLES_V1:
+                self.conn.execute(f"DROP TABLE IF EXISTS {table}")
+            self._run_ddl()
+            self._set_manifest({"schema_version": str(SCHEMA_VERSION)})
+
+    def _run_ddl(self) -> None:
+        for statement in DDL.split(";"):
+            if statement.strip():
+                self.conn.execute(statement)
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO vector_files(kind) VALUES (?)", [(k,) for k in VECTOR_KINDS]
+        )
 
     def record_index_settings(self, values: dict[str, Any]) -> None:
         """Store the chunking and vector settings the index was created with."""
@@ -263,12 +277,17 @@ class GraphStore:
     def counts(self) -> dict[str, int]:
         """Row counts of what the index holds."""
         one = lambda sql: int(self.conn.execute(sql).fetchone()[0])
+        entities, keys = self.db["entities"].count, self.db["entity_keys"].count
         return {
             "documents": self.db["documents"].count,
             "chunks": self.db["chunks"].count,
-            "entities": self.db["entities"].count,
+            "entities": entities,
             "relations": one("SELECT count(*) FROM relations WHERE kind = 'structural'"),
             "similar_edges": one("SELECT count(*) FROM relations WHERE kind = 'similar'"),
+            "entity_names": keys,
+            "merges": keys - entities,
+            "chunks_in_graph": self.db["chunk_graph"].count,
+            "extraction_failures": one("SELECT coalesce(sum(failures), 0) FROM chunk_graph"),
         }
 
 

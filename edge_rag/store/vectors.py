@@ -11,6 +11,8 @@ from usearch.index import Index
 
 from .sqlite import GraphStore
 
+VECTOR_FILES = {"chunk": "chunks.usearch", "entity": "entities.usearch", "relation": "relations.usearch"}
+
 
 class VectorIndex:
     """Approximate nearest-neighbour index of one kind of vector (chunk, entity, relation).
@@ -21,7 +23,7 @@ class VectorIndex:
     """
 
     def __init__(self, directory: Path, kind: str, dim: int, dtype: str, store: GraphStore) -> None:
-        self.path = directory / f"{kind}s.usearch"
+        self.path = directory / VECTOR_FILES[kind]
         self.kind = kind
         self.dim = dim
         self.dtype = dtype

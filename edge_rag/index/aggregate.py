@@ -1,0 +1,166 @@
+"""Entity aggregation (paper §3.1): hybrid similarity within components, merges and Similar edges.
+
+Candidate generation (eq. 1) and the weakly connected components (eq. 2) need the entity
+vector index and live in ``graph.py``; this module takes one component and applies eqs. 3–5:
+
+    S(e_i, e_j) = λ·EditSim(l_i, l_j) + (1 − λ)·AttrSim(a_i, a_j)
+    EditSim = 1 − Levenshtein(l_i, l_j) / max(|l_i|, |l_j|)        AttrSim = Jaccard(a_i, a_j)
+
+Pairs with S ≥ δ are related by a ``similar`` edge with score S, unless their names carry
+different numbers ("2026-01-06" and "2026-01-07" are near in edit distance but never the same
+thing). Pairs that are the same entity beyond doubt are merged instead (see ``same_entity``).
+component's contents, so the result does not depend on the order entities were inserted in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
+
+# Types an extractor uses when it does not know better; they agree with any specific type.
+GENERIC_TYPES = frozenset({"", "unknown", "entity", "name", "other", "thing"})
+ARTICLES = re.compile(r"^(?:the|a|an)\s+")
+NON_ALNUM = re.compile(r"[\W_]+")
+DIGITS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True)
+class EntityKey:
+    """One surface entity (all mentions whose normalised name is ``key``) as aggregation sees it."""
+
+    key: str
+    type: str
+    attributes: frozenset[str]
+    mentions: int
+
+
+@dataclass(frozen=True)
+class AggregationParams:
+    """τ (candidates), λ (edit vs attribute weight), δ (similar edge) and the merge threshold."""
+
+    tau: float = 0.8
+    lam: float = 0.6
+    delta: float = 0.6
+    merge: float = 0.9
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """A component's result: groups of keys that become one node, and similar edges."""
+
+    groups: list[list[str]]
+    similar: list[tuple[str, str, float]]
+
+
+def compact(key: str) -> str:
+    """The name with articles, case, spaces and punctuation removed ("The Li-Hua" → "lihua")."""
+    return NON_ALNUM.sub("", ARTICLES.sub("", key.casefold()))
+
+
+def types_agree(a: str, b: str) -> bool:
+    """Equal types, or one of them generic."""
+    return a == b or a in GENERIC_TYPES or b in GENERIC_TYPES
+
+
+def same_entity(a: EntityKey, b: EntityKey, score: float, params: AggregationParams) -> bool:
+    """The merge rule: types agree and either the names differ only in spacing, case, articles
+    and punctuation, or the hybrid score reaches the merge threshold with the very same type and
+    the same numbers in both names (so "2026-01-06" and "2026-01-07" stay apart)."""
+    if not types_agree(a.type, b.type):
+        return False
+    if compact(a.key) == compact(b.key) and compact(a.key):
+        return True
+    return score >= params.merge and a.type == b.type and same_numbers(a, b)
+
+
+def same_numbers(a: EntityKey, b: EntityKey) -> bool:
+    """Both names carry the same numbers (dates, times and amounts differ in nothing else)."""
+    return DIGITS.findall(a.key) == DIGITS.findall(b.key)
+
+
+def hybrid_scores(keys: Sequence[EntityKey], lam: float) -> np.ndarray:
+    """The matrix S of eq. 3 over a component (diagonal included)."""
+    names = [k.key for k in keys]
+    edit = process.cdist(names, names, scorer=Levenshtein.normalized_similarity, dtype=np.float32)
+    return lam * edit + (1.0 - lam) * jaccard_matrix([k.attributes for k in keys])
+
+
+def jaccard_matrix(sets: Sequence[frozenset[str]]) -> np.ndarray:
+    """Pairwise Jaccard similarity; two empty sets score 0 (no evidence either way)."""
+    vocabulary = {token: i for i, token in enumerate(sorted(set().union(*sets)))}
+    member = np.zeros((len(sets), max(1, len(vocabulary))), dtype=np.float32)
+    for row, tokens in enumerate(sets):
+        member[row, [vocabulary[t] for t in tokens]] = 1.0
+    inter = member @ member.T
+    sizes = member.sum(axis=1)
+    union = sizes[:, None] + sizes[None, :] - inter
+    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+
+
+def aggregate(keys: Sequence[EntityKey], params: AggregationParams) -> Aggregation:
+    """Merge groups and similar edges of one weakly connected component."""
+    keys = sorted(keys, key=lambda k: k.key)
+    scores = hybrid_scores(keys, params.lam)
+    parent = list(range(len(keys)))
+    pairs = [(i, j) for i in range(len(keys)) for j in range(i + 1, len(keys))]
+    for i, j in pairs:
+        if same_entity(keys[i], keys[j], float(scores[i, j]), params):
+            _union(parent, i, j)
+    groups = _groups(parent, keys)
+    return Aggregation([[k.key for k in g] for g in groups], _similar(keys, scores, parent, params))
+
+
+def representative(group: Iterable[EntityKey]) -> EntityKey:
+    """The key that names a merged node: most mentioned, then longest, then alphabetical."""
+    return min(group, key=lambda k: (-k.mentions, -len(k.key), k.key))
+
+
+def components(nodes: Iterable[str], edges: Iterable[tuple[str, str]]) -> list[list[str]]:
+    """Weakly connected components (eq. 2), each sorted, in order of their first key."""
+    index = {node: i for i, node in enumerate(sorted(set(nodes)))}
+    parent = list(range(len(index)))
+    for a, b in edges:
+        if a in index and b in index:
+            _union(parent, index[a], index[b])
+    found: dict[int, list[str]] = {}
+    for node, i in index.items():
+        found.setdefault(_find(parent, i), []).append(node)
+    return sorted(found.values())
+
+
+def _similar(keys: Sequence[EntityKey], scores: np.ndarray, parent: list[int],
+             params: AggregationParams) -> list[tuple[str, str, float]]:
+    # One edge per pair of merged groups, scored by the best key pair between them (eq. 5).
+    best: dict[tuple[int, int], float] = {}
+    for i in range(len(keys)):
+        for j in range(i + 1, len(keys)):
+            gi, gj = _find(parent, i), _find(parent, j)
+            if gi != gj and scores[i, j] >= params.delta and same_numbers(keys[i], keys[j]):
+                pair = (min(gi, gj), max(gi, gj))
+                best[pair] = max(best.get(pair, 0.0), float(scores[i, j]))
+    return sorted((keys[a].key, keys[b].key, round(s, 6)) for (a, b), s in best.items())
+
+
+def _groups(parent: list[int], keys: Sequence[EntityKey]) -> list[list[EntityKey]]:
+    found: dict[int, list[EntityKey]] = {}
+    for i, key in enumerate(keys):
+        found.setdefault(_find(parent, i), []).append(key)
+    return sorted(found.values(), key=lambda g: g[0].key)
+
+
+def _find(parent: list[int], i: int) -> int:
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+def _union(parent: list[int], a: int, b: int) -> None:
+    ra, rb = _find(parent, a), _find(parent, b)
+    if ra != rb:
+        parent[max(ra, rb)] = min(ra, rb)

@@ -1,0 +1,211 @@
+"""The fast extractor's rules: entities and relations from surface patterns, no model.
+
+Entities: chat speakers (``Name: message`` lines), capitalised name spans, dates, times,
+quantities, quoted titles and a chunk's most frequent content words. Relations: a speaker and
+what their line mentions, spans co-occurring in one line (stronger when closer), speakers
+replying to each other, and a conversation's date with its speakers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from .mentions import EntityMention, RelationMention
+
+SNIPPET_CHARS = 120
+CONCEPTS_PER_CHUNK = 4
+RELATIONS_PER_CHUNK = 24
+
+SPEAKER = re.compile(r"^\s*([A-Z][\w'\-]*(?: [A-Z][\w'\-]*){0,3}):\s+(.+)$")
+TIME_HEADER = re.compile(r"^\s*Time:\s*(\d{4})(\d{2})(\d{2})_?(\d{2}):?(\d{2})")
+MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
+          "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+PATTERNS = (
+    ("time", re.compile(r"\b(?:[01]?\d|2[0-3])(?::[0-5]\d)?\s?[ap]\.?m\b\.?|\b(?:[01]?\d|2[0-3]):[0-5]\d\b",
+                        re.IGNORECASE)),
+    ("date", re.compile(rf"\b(?:(?:{MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?|"
+                        rf"\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{MONTHS})\b|(?:{WEEKDAYS}))\b",
+                        re.IGNORECASE)),
+    ("quantity", re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:%|percent|dollars?|"
+                            r"euros?|yuan|km|kg|miles?|hours?|minutes?|days?|weeks?|months?|years?|"
+                            r"people|pounds?)\b", re.IGNORECASE)),
+    ("title", re.compile(r"[\"“]([^\"”\n]{3,60})[\"”]")),
+)
+NAME = re.compile(r"\b[A-Z][\w'\-]*(?:\s+(?:of |de |von |van )?[A-Z][\w'\-]*)*")
+WORD = re.compile(r"\b[a-z][a-z\-]{3,}\b")
+SENTENCE_START = re.compile(r"(?:^|[.!?…]\s+|[\"“(]\s*)$")
+POSSESSIVE = re.compile(r"['’]s$")
+
+STOPWORDS = frozenset("""
+a about above after again against all almost also although always am an and any anyone anything
+are around as at away back be because been before being below best better between big both but by
+can cannot can't could couldn't did didn't do does doesn't doing don't done down during each
+either else enough even ever every everyone everything few for from fun get gets getting give go
+goes going gone good got great had hadn't has hasn't have haven't having he he'd he'll her here
+hers herself hey hi him himself his hope how however i i'd i'll i'm i've if in into is isn't it
+it's its itself just keep know last let let's like little lot lots look looking love made make
+makes making many may maybe me might mine more most much must my myself need needs never new next
+nice no nor not nothing now of off oh ok okay on once one only or other our ours ourselves out
+over own perfect please pretty quite rather really right said same say see seems shall she she'd
+she'll should shouldn't since so some something soon sounds still such sure take than thank
+thanks that that's the their theirs them themselves then there there's these they they'd they'll
+they're they've thing things think this those though through time to today together tomorrow
+tonight too totally try up us very want wants was wasn't way we we'd we'll we're we've well were
+weren't what what's when where which while who whom whose why will wish with within without won't
+would wouldn't yeah yes yet you you'd you'll you're you've your yours yourself yourselves awesome
+amazing excited glad happy definitely absolutely actually already another anyway bit came come
+coming day days done feel feeling first found getting guess help idea instead kind later least
+maybe mind miss morning night evening afternoon week weekend plan plans probably ready remember
+seem seen sounds start started stuff super tell thanks thought told took trying wait wanted
+wonderful work working worry worries appreciate cool fantastic enjoy enjoyed share sharing talk
+talking touch check checking hear heard update updates favorite favourite mean means place
+thinking guys folks gonna wanna gotta everybody someone somewhere people person thing times sometimes
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
+@dataclass(frozen=True)
+class _Span:
+    """A found entity: where it sits in its line, its name and type."""
+
+    start: int
+    name: str
+    type: str
+
+
+def extract_fast(text: str) -> tuple[list[EntityMention], list[RelationMention]]:
+    """Entities and relations of one chunk by rule."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    capitalised = _mid_sentence_names(lines)
+    entities: dict[str, EntityMention] = {}
+    relations: list[RelationMention] = []
+    speakers: list[str] = []
+    date = None
+    for line in lines:
+        header = TIME_HEADER.match(line)
+        if header:
+            date = "{}-{}-{}".format(*header.groups()[:3])
+            entities.setdefault(date, EntityMention(date, "date", "date of the conversation"))
+            continue
+        speaker, message = _split_speaker(line)
+        spans = _spans(message, capitalised)
+        snippet = message[:SNIPPET_CHARS]
+        for span in spans:
+            entities.setdefault(span.name, EntityMention(span.name, span.type, snippet))
+        if speaker:
+            entities.setdefault(speaker, EntityMention(speaker, "person", "speaker in the chat"))
+            relations.extend(_speaker_relations(speaker, spans, snippet))
+            if speakers and speakers[-1] != speaker:
+                relations.append(RelationMention(speakers[-1], speaker, "talks with", snippet, 4.0))
+            speakers.append(speaker)
+        relations.extend(_cooccurrences(spans, snippet))
+    if date:
+        relations.extend(RelationMention(s, date, "conversation on", f"{s} chats on {date}", 5.0)
+                         for s in dict.fromkeys(speakers))
+    for concept in _concepts(lines, entities):
+        entities.setdefault(concept, EntityMention(concept, "concept", _first_line_with(lines, concept)))
+        relations.extend(RelationMention(s, concept, "talks about", _first_line_with(lines, concept), 3.0)
+                         for s in dict.fromkeys(speakers) if concept in _said_by(lines, s))
+    return list(entities.values()), _strongest(relations)
+
+
+def _split_speaker(line: str) -> tuple[str | None, str]:
+    match = SPEAKER.match(line)
+    if match and match.group(1).lower() not in STOPWORDS:
+        return match.group(1), match.group(2)
+    return None, line
+
+
+def _spans(message: str, capitalised: set[str]) -> list[_Span]:
+    spans: list[_Span] = []
+    taken: list[range] = []
+    for kind, pattern in PATTERNS:
+        for match in pattern.finditer(message):
+            value = match.group(match.lastindex or 0)
+            _add(spans, taken, match.start(), match.end(), value, kind)
+    for match in NAME.finditer(message):
+        name = _trim(match.group())
+        if _is_name(name, message, match.start(), capitalised):
+            _add(spans, taken, match.start(), match.end(), name, "name")
+    return sorted(spans, key=lambda s: s.start)
+
+
+def _trim(span: str) -> str:
+    # "Hey Adam" → "Adam", "The Bakery" → "Bakery", "Hailey's" → "Hailey".
+    words = span.split()
+    while len(words) > 1 and words[0].lower() in STOPWORDS:
+        words.pop(0)
+    return POSSESSIVE.sub("", " ".join(words))
+
+
+def _add(spans: list[_Span], taken: list[range], start: int, end: int, name: str, kind: str) -> None:
+    if any(start in r or (end - 1) in r for r in taken):
+        return
+    taken.append(range(start, end))
+    spans.append(_Span(start, name.strip(), kind))
+
+
+def _is_name(name: str, message: str, start: int, capitalised: set[str]) -> bool:
+    words = name.split()
+    if not words or all(w.lower() in STOPWORDS for w in words):
+        return False
+    if len(words) > 1 or any(c.isupper() for c in name[1:]):
+        return True
+    at_start = SENTENCE_START.search(message[:start]) is not None
+    return not at_start or name in capitalised
+
+
+def _mid_sentence_names(lines: list[str]) -> set[str]:
+    # Single capitalised words that also appear capitalised mid-sentence: names, not openers.
+    found = set()
+    for line in lines:
+        _, message = _split_speaker(line)
+        for match in NAME.finditer(message):
+            if SENTENCE_START.search(message[: match.start()]) is None:
+                found.update(match.group().split())
+    return found
+
+
+def _speaker_relations(speaker: str, spans: list[_Span], snippet: str) -> list[RelationMention]:
+    return [RelationMention(speaker, span.name, "mentions", f"{speaker}: {snippet}", 6.0)
+            for span in spans]
+
+
+def _cooccurrences(spans: list[_Span], snippet: str) -> list[RelationMention]:
+    out = []
+    for i, first in enumerate(spans):
+        for second in spans[i + 1:]:
+            closeness = math.exp(-(second.start - first.start) / 60.0)
+            out.append(RelationMention(first.name, second.name, "co-occur", snippet,
+                                       round(1.0 + 8.0 * closeness, 2)))
+    return out
+
+
+def _concepts(lines: list[str], entities: dict[str, EntityMention]) -> list[str]:
+    known = {w.lower() for name in entities for w in name.split()}
+    counts = Counter(w for line in lines for w in WORD.findall(_split_speaker(line)[1])
+                     if w not in STOPWORDS and w not in known)
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))
+    return [word for word, _ in ranked[:CONCEPTS_PER_CHUNK]]
+
+
+def _first_line_with(lines: list[str], word: str) -> str:
+    return next((line[:SNIPPET_CHARS] for line in lines if word in line.lower()), "")
+
+
+def _said_by(lines: list[str], speaker: str) -> str:
+    return " ".join(m for s, m in map(_split_speaker, lines) if s == speaker).lower()
+
+
+def _strongest(relations: list[RelationMention]) -> list[RelationMention]:
+    # One relation per unordered pair (strongest statement wins), the strongest few kept.
+    best: dict[tuple[str, str], RelationMention] = {}
+    for relation in relations:
+        pair = tuple(sorted((relation.source.casefold(), relation.target.casefold())))
+        if pair[0] != pair[1] and (pair not in best or relation.strength > best[pair].strength):
+            best[pair] = relation
+    ranked = sorted(best.values(), key=lambda r: (-r.strength, r.source, r.target))
+    return ranked[:RELATIONS_PER_CHUNK]

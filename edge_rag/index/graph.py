@@ -1,0 +1,348 @@
+"""Building and maintaining the heterogeneous weighted graph (§3.1) from extracted mentions.
+
+Mentions are the truth; everything else is derived and rebuilt only where a change reaches:
+
+1. every changed entity name (key) gets its row and name vector refreshed, or is dropped;
+2. from the changed keys, candidate edges cos(v_i, v_j) ≥ τ (eq. 1) are followed through the
+   entity vector index to the whole weakly connected component (eq. 2), together with the
+   keys that shared a node or a similar edge with them before the change;
+3. each component is aggregated (eqs. 3–5, ``aggregate.py``) into merged nodes and similar
+   edges, and the nodes, structural relations (with their weight ω_r) and chunk links of the
+   region are rebuilt.
+
+Because the result is a function of the mentions alone, it does not depend on insertion order,
+and deleting a document restores the graph the other documents give.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from tqdm import tqdm
+
+from ..models.embedder import Embedder
+from ..store import GraphStore, VectorIndex
+from ..store.graph import GraphTables, KeyRow, MentionRow, NewRelation, RelationMentionRow
+from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
+from .extract import Extractor
+from .fast import STOPWORDS
+from .mentions import Extraction, chunk_hash, embedding_text, entity_key
+
+DESCRIPTION_CHARS = 400
+KEYWORD_CHARS = 120
+RELATION_TEXT_CHARS = 240
+CANDIDATES_PER_KEY = 32
+# ω_r = 1 − Π(1 − p_i) over a relation's mentions, with p_i = PER_MENTION · strength_i / 10:
+# in (0, 1), rising with both stated strength and repeated support across chunks.
+PER_MENTION = 0.3
+TOKEN = re.compile(r"[\w']{3,}")
+
+
+@dataclass
+class GraphReport:
+    """What a graph update did."""
+
+    chunks: int = 0
+    extracted: int = 0
+    cached: int = 0
+    failures: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class _Key:
+    """A key's merged mentions: its chosen name, type, description and count."""
+
+    key: str
+    name: str
+    type: str
+    description: str
+    mentions: int
+
+    def for_aggregation(self) -> EntityKey:
+        words = TOKEN.findall(f"{self.type} {self.description}".lower())
+        return EntityKey(self.key, self.type, frozenset(w for w in words if w not in STOPWORDS),
+                         self.mentions)
+
+
+class GraphBuilder:
+    """Extracts pending chunks and keeps nodes, relations and similar edges in step with mentions.
+
+    The caller holds the index's write lock; ``refresh`` runs inside the caller's transaction.
+    """
+
+    def __init__(self, store: GraphStore, entity_vectors: VectorIndex, relation_vectors: VectorIndex,
+                 embedder: Embedder, extractor: Extractor | None, params: AggregationParams,
+                 batch_chunks: int = 256) -> None:
+        self.store = store
+        self.tables = GraphTables(store.conn)
+        self.entity_vectors = entity_vectors
+        self.relation_vectors = relation_vectors
+        self.embedder = embedder
+        self.extractor = extractor
+        self.params = params
+        self.batch_chunks = batch_chunks
+
+    # -- extraction ---------------------------------------------------------------------------
+
+    def update(self, progress: bool = False) -> GraphReport:
+        """Extract every chunk not yet in the graph, a batch per transaction."""
+        report, start = GraphReport(), time.perf_counter()
+        if self.extractor is None:
+            return report
+        bar = tqdm(total=self.tables.pending_count(), unit="chunk", desc="graph", disable=not progress,
+                   leave=False, mininterval=1.0)
+        while batch := self.tables.pending_chunks(self.batch_chunks):
+            extractions = self._extract([text for _, text in batch], report)
+            with self.store.write():
+                for (chunk_id, _), extraction in zip(batch, extractions):
+                    self._add_mentions(chunk_id, extraction)
+                self.refresh(self.tables.keys_of_chunks([c for c, _ in batch]))
+            self.save_vectors()
+            report.chunks += len(batch)
+            bar.update(len(batch))
+        bar.close()
+        self.embed_pending(progress)
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def _extract(self, texts: list[str], report: GraphReport) -> list[Extraction]:
+        extractor = self.extractor
+        assert extractor is not None
+        if not extractor.cacheable:
+            report.extracted += len(texts)
+            return extractor.extract(texts)
+        shas = [chunk_hash(t) for t in texts]
+        cached = self.tables.cached_extractions(shas, extractor.id)
+        todo = list(dict.fromkeys(s for s in shas if s not in cached))
+        if todo:
+            fresh = extractor.extract([texts[shas.index(s)] for s in todo])
+            outputs = {s: e.to_json() for s, e in zip(todo, fresh)}
+            with self.store.write():  # committed before use, so a killed build resumes here
+                self.tables.cache_extractions((s, extractor.id, o) for s, o in outputs.items())
+            cached.update(outputs)
+        report.extracted += len(todo)
+        report.cached += len(texts) - len(todo)
+        results = [Extraction.from_json(cached[s]) for s in shas]
+        report.failures += sum(e.failures for e in results)
+        return results
+
+    def _add_mentions(self, chunk_id: int, extraction: Extraction) -> None:
+        assert self.extractor is not None
+        keys = {e.key for e in extraction.entities}
+        relations = [(entity_key(r.source), entity_key(r.target), r.keywords, r.description, r.strength)
+                     for r in extraction.relations]
+        relations = [r for r in relations if r[0] in keys and r[1] in keys]
+        self.tables.add_mentions(chunk_id, self.extractor.id, extraction.failures,
+                                 [(e.key, e.name, e.type, e.description) for e in extraction.entities],
+                                 [(min(s, t), max(s, t), k, d, w) for s, t, k, d, w in relations])
+
+    def save_vectors(self) -> None:
+        """Persist the entity and relation vector files at the generation SQLite holds."""
+        for vectors in (self.entity_vectors, self.relation_vectors):
+            vectors.save(int(self.store.vector_state(vectors.kind)["generation"]))
+
+    # -- derivation ------------------------------------------------------------------------------
+
+    def refresh(self, changed: Iterable[str]) -> None:
+        """Re-derive the graph around keys whose mentions changed (inside a transaction)."""
+        changed = set(changed)
+        if not changed:
+            return
+        keys = self._merged_mentions(changed)
+        dying = self.tables.key_rows(changed - set(keys))
+        seeds = changed | self._neighbours_before(dying.values())
+        dead_nodes = {row.entity_id for row in dying.values() if row.entity_id is not None}
+        self._store_keys(keys, set(dying))
+        region, edges = self._region(seeds)
+        self._rebuild(region, edges, dead_nodes)
+        self.store.bump_generation("entity")
+        self.store.bump_generation("relation")
+
+    def _merged_mentions(self, keys: Iterable[str]) -> dict[str, _Key]:
+        return {key: _summarise(key, rows) for key, rows in self.tables.mentions(keys).items()}
+
+    def _neighbours_before(self, dying: Iterable[KeyRow]) -> set[str]:
+        # A key about to disappear may have bridged a component or shared a node: its old
+        # candidates and node-mates seed the region.
+        dying = list(dying)
+        found = self._old_mates(dying)
+        for row in dying:
+            found.update(self._candidates(row.vector, row.id))
+        return found
+
+    def _store_keys(self, alive: dict[str, _Key], dead: set[str]) -> None:
+        old = self.tables.key_rows(set(alive) | dead)
+        self.entity_vectors.remove([old[k].id for k in dead if k in old])
+        self.tables.delete_keys(sorted(dead))
+        stale = [k for k, v in alive.items() if k not in old or embedding_text(old[k].name)
+                 != embedding_text(v.name)]
+        vectors = dict(zip(stale, self.embedder.embed([embedding_text(alive[k].name) for k in stale])))
+        for key, info in sorted(alive.items()):
+            vector = vectors[key] if key in vectors else old[key].vector
+            row_id = self.tables.upsert_key(key, info.name, info.type, info.description, info.mentions,
+                                            vector)
+            if key in vectors:
+                self.entity_vectors.remove([row_id])
+                self.entity_vectors.add([row_id], vector[None, :])
+
+    def _region(self, seeds: set[str]) -> tuple[set[str], set[tuple[str, str]]]:
+        """Whole components (eq. 2) around the seeds, plus the old node-mates of every key in them."""
+        region: set[str] = set()
+        edges: set[tuple[str, str]] = set()
+        frontier = set(self.tables.key_rows(seeds))
+        while frontier:
+            region |= frontier
+            rows = self.tables.key_rows(frontier)
+            reached: set[str] = set()
+            for row in rows.values():
+                for other in self._candidates(row.vector, row.id):
+                    edges.add((min(row.key, other), max(row.key, other)))
+                    reached.add(other)
+            reached |= self._old_mates(rows.values())
+            frontier = reached - region
+        return region, edges
+
+    def _candidates(self, vector: np.ndarray, own_id: int) -> set[str]:
+        """Keys whose name vector has cos ≥ τ with this one (eq. 1)."""
+        ids, sims = self.entity_vectors.search(vector, CANDIDATES_PER_KEY)
+        near = [int(i) for i, s in zip(ids, sims) if s >= self.params.tau and int(i) != own_id]
+        return {row.key for row in self.tables.key_rows_by_id(near).values()}
+
+    def _old_mates(self, rows: Iterable) -> set[str]:
+        nodes = {row.entity_id for row in rows if row.entity_id is not None}
+        return self.tables.keys_of_entities(nodes | self.tables.similar_partners(nodes))
+
+    def _rebuild(self, region: set[str], edges: set[tuple[str, str]], dead_nodes: set[int]) -> None:
+        infos = self._merged_mentions(region)
+        old_nodes = dead_nodes | {r.entity_id for r in self.tables.key_rows(region).values() if r.entity_id}
+        reusable = self._drop_nodes(old_nodes)
+        groups, similar = [], []
+        for component in components(region, edges):
+            result = aggregate([infos[k].for_aggregation() for k in component], self.params)
+            groups.extend(result.groups)
+            similar.extend(result.similar)
+        node_of = {}
+        for group in groups:
+            node = self._add_node(group, infos)
+            node_of.update((key, node) for key in group)
+        self._add_structural(region, node_of, reusable)
+        for a, b, score in similar:
+            self.tables.add_relation(NewRelation("similar", node_of[a], node_of[b], score=score))
+
+    def _drop_nodes(self, nodes: set[int]) -> dict[str, np.ndarray]:
+        # Vectors of dropped relations are kept by text hash: unchanged relations reuse them.
+        relations = self.tables.relations_of(nodes)
+        self.relation_vectors.remove([r[0] for r in relations])
+        self.tables.delete_entities(nodes)
+        return {sha: np.frombuffer(v, dtype=np.float16) for _, sha, v in relations if sha and v}
+
+    def _add_node(self, group: list[str], infos: dict[str, _Key]) -> int:
+        members = [infos[k] for k in group]
+        head = infos[representative(m.for_aggregation() for m in members).key]
+        kinds = Counter(m.type for m in members for _ in range(m.mentions) if m.type not in GENERIC_TYPES)
+        type_ = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else head.type
+        description = _join((m.description for m in members), DESCRIPTION_CHARS)
+        return self.tables.add_entity(head.name, type_, description, group)
+
+    def _add_structural(self, region: set[str], node_of: dict[str, int],
+                        reusable: dict[str, np.ndarray]) -> None:
+        mentions = self.tables.relation_mentions(region)
+        outside = self.tables.entity_of_keys({k for m in mentions for k in (m.source_key, m.target_key)}
+                                             - set(node_of))
+        by_pair: dict[tuple[int, int], list[RelationMentionRow]] = defaultdict(list)
+        for m in mentions:
+            a, b = node_of.get(m.source_key, outside.get(m.source_key)), node_of.get(
+                m.target_key, outside.get(m.target_key))
+            if a is not None and b is not None and a != b:
+                by_pair[(min(a, b), max(a, b))].append(m)
+        names = self.tables.entity_names({n for pair in by_pair for n in pair})
+        self._insert_relations([_structural(pair, rows, names) for pair, rows in sorted(by_pair.items())],
+                               reusable)
+
+    def _insert_relations(self, relations: list[NewRelation], reusable: dict[str, np.ndarray]) -> None:
+        # Relations whose text changed get their vector in ``embed_pending`` once per update,
+        # not once per batch: a busy pair's description changes with nearly every batch.
+        ids, vectors = [], []
+        for relation in relations:
+            vector = reusable.get(relation.text_sha or "")
+            relation_id = self.tables.add_relation(replace(relation, vector=vector))
+            if vector is not None:
+                ids.append(relation_id)
+                vectors.append(vector)
+        if ids:
+            self.relation_vectors.add(ids, np.stack(vectors).astype(np.float32))
+
+    def embed_pending(self, progress: bool = False) -> int:
+        """Embed structural relations that have no vector yet; returns how many."""
+        pending = self.tables.relations_without_vector()
+        bar = tqdm(total=len(pending), unit="relation", desc="relation vectors", disable=not progress,
+                   leave=False, mininterval=1.0)
+        for start in range(0, len(pending), 512):
+            part = pending[start : start + 512]
+            vectors = self.embedder.embed([relation_text(*row[1:]) for row in part])
+            with self.store.write():
+                self.tables.set_relation_vectors([row[0] for row in part], vectors)
+                self.store.bump_generation("relation")
+            self.relation_vectors.add([row[0] for row in part], vectors)
+            bar.update(len(part))
+        bar.close()
+        if pending:
+            self.save_vectors()
+        return len(pending)
+
+
+def weight(strengths: Sequence[float]) -> float:
+    """ω_r: noisy-OR of the mentions' strengths, in (0, 1)."""
+    return 1.0 - math.prod(1.0 - PER_MENTION * min(s, 10.0) / 10.0 for s in strengths)
+
+
+def relation_text(source: str, target: str, keywords: str, description: str) -> str:
+    """The text embedded for a structural relation (bounded: it is embedded often)."""
+    return f"{source} — {target}: {keywords}. {description}"[:RELATION_TEXT_CHARS]
+
+
+def _structural(pair: tuple[int, int], rows: list[RelationMentionRow], names: dict[int, str]) -> NewRelation:
+    """One structural relation per node pair, from all of its mentions."""
+    keywords = _join((r.keywords for r in rows), KEYWORD_CHARS, ", ")
+    description = _join((r.description for r in rows), DESCRIPTION_CHARS)
+    text = relation_text(names[pair[0]], names[pair[1]], keywords, description)
+    return NewRelation("structural", pair[0], pair[1], keywords, description,
+                       weight=round(weight([r.strength for r in rows]), 6), text_sha=_sha(text),
+                       chunk_ids=tuple(sorted({r.chunk_id for r in rows})))
+
+
+def _summarise(key: str, rows: list[MentionRow]) -> _Key:
+    names = Counter({r.name: 0 for r in rows})
+    for r in rows:
+        names[r.name] += r.count
+    name = min(names.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    types = Counter()
+    for r in rows:
+        types[r.type] += r.count if r.type not in GENERIC_TYPES else 0
+    type_ = min(types.items(), key=lambda kv: (-kv[1], kv[0]))[0] if +types else rows[0].type
+    description = _join((r.description for r in rows for _ in range(r.count)), DESCRIPTION_CHARS)
+    return _Key(key, name, type_, description, sum(r.count for r in rows))
+
+
+def _join(texts: Iterable[str], limit: int, separator: str = "; ") -> str:
+    """Distinct non-empty texts, most frequent first (ties alphabetical), within a length limit."""
+    counts = Counter(t for t in texts if t)
+    out = ""
+    for text, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        candidate = f"{out}{separator}{text}" if out else text
+        if len(candidate) > limit:
+            break
+        out = candidate
+    return out
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

@@ -1,0 +1,111 @@
+"""What extraction yields: entity and relation mentions per chunk, normalised and repaired."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+FIELD_CHARS = 160
+MAX_STRENGTH = 10.0
+DEFAULT_STRENGTH = 5.0
+SPACES = re.compile(r"\s+")
+CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+EDGE_PUNCTUATION = " \t\"'`“”‘’.,;:!?()[]{}<>*#"
+
+
+@dataclass(frozen=True)
+class EntityMention:
+    """An entity as one chunk mentions it."""
+
+    name: str
+    type: str = ""
+    description: str = ""
+
+    @property
+    def key(self) -> str:
+        """The normalised name that identifies the surface entity."""
+        return entity_key(self.name)
+
+
+@dataclass(frozen=True)
+class RelationMention:
+    """A relation as one chunk states it; ``strength`` is in [1, 10]."""
+
+    source: str
+    target: str
+    keywords: str = ""
+    description: str = ""
+    strength: float = DEFAULT_STRENGTH
+
+
+@dataclass
+class Extraction:
+    """What one chunk yielded, plus how many extraction attempts failed on it."""
+
+    entities: list[EntityMention] = field(default_factory=list)
+    relations: list[RelationMention] = field(default_factory=list)
+    failures: int = 0
+
+    def to_json(self) -> str:
+        """Compact JSON for the extraction cache."""
+        return json.dumps({"entities": [list(asdict(e).values()) for e in self.entities],
+                           "relations": [list(asdict(r).values()) for r in self.relations],
+                           "failures": self.failures}, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Extraction:
+        """Inverse of ``to_json``."""
+        data = json.loads(text)
+        return cls([EntityMention(*e) for e in data["entities"]],
+                   [RelationMention(*r) for r in data["relations"]], int(data["failures"]))
+
+
+def entity_key(name: str) -> str:
+    """Case-folded name with collapsed whitespace and no surrounding punctuation."""
+    return SPACES.sub(" ", name).strip(EDGE_PUNCTUATION).casefold()
+
+
+def embedding_text(name: str) -> str:
+    """The text embedded for an entity name: CamelCase split ("LiHua" → "Li Hua")."""
+    return CAMEL.sub(" ", SPACES.sub(" ", name).strip(EDGE_PUNCTUATION))
+
+
+def chunk_hash(text: str) -> str:
+    """The extraction cache key of a chunk's text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def repair(entities: Sequence[EntityMention], relations: Sequence[RelationMention]) -> Extraction:
+    """Clean raw records: strip, bound, dedupe, drop self-loops, add missing endpoints."""
+    found: dict[str, EntityMention] = {}
+    for entity in entities:
+        name = _clean(entity.name).strip(EDGE_PUNCTUATION)
+        if entity_key(name) and entity_key(name) not in found:
+            found[entity_key(name)] = EntityMention(name, _clean(entity.type).lower(),
+                                                    _clean(entity.description))
+    kept: dict[tuple[str, str], RelationMention] = {}
+    for relation in relations:
+        source = _clean(relation.source).strip(EDGE_PUNCTUATION)
+        target = _clean(relation.target).strip(EDGE_PUNCTUATION)
+        pair = tuple(sorted((entity_key(source), entity_key(target))))
+        if not all(pair) or pair[0] == pair[1] or pair in kept:
+            continue
+        kept[pair] = RelationMention(source, target, _clean(relation.keywords),
+                                     _clean(relation.description), strength(relation.strength))
+        for name in (source, target):
+            found.setdefault(entity_key(name), EntityMention(name))
+    return Extraction(list(found.values()), list(kept.values()))
+
+
+def _clean(text: object) -> str:
+    return SPACES.sub(" ", str(text)).strip()[:FIELD_CHARS]
+
+
+def strength(value: object) -> float:
+    """A relation strength read from any text, clamped to [1, 10]."""
+    match = re.search(r"\d+(?:\.\d+)?", str(value))
+    number = float(match.group()) if match else DEFAULT_STRENGTH
+    return min(MAX_STRENGTH, max(1.0, number))

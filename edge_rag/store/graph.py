@@ -1,0 +1,284 @@
+"""SQL of the graph: mentions per chunk, entity names with vectors, nodes, relations and links."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class MentionRow:
+    """One extracted entity mention: (key, name, type, description) and how often it occurs."""
+
+    key: str
+    name: str
+    type: str
+    description: str
+    count: int
+
+
+@dataclass(frozen=True)
+class RelationMentionRow:
+    """One extracted relation mention in one chunk."""
+
+    chunk_id: int
+    source_key: str
+    target_key: str
+    keywords: str
+    description: str
+    strength: float
+
+
+@dataclass(frozen=True)
+class KeyRow:
+    """A stored entity name: its row id (the vector key), node and name vector."""
+
+    id: int
+    key: str
+    entity_id: int | None
+    name: str
+    vector: np.ndarray
+
+
+@dataclass(frozen=True)
+class NewRelation:
+    """A relation row to insert (structural: weight set; similar: score set)."""
+
+    kind: str
+    source_id: int
+    target_id: int
+    keywords: str = ""
+    description: str = ""
+    weight: float | None = None
+    score: float | None = None
+    text_sha: str | None = None
+    vector: np.ndarray | None = None
+    chunk_ids: tuple[int, ...] = ()
+
+
+class GraphTables:
+    """Typed reads and writes of the graph tables; writes run inside ``GraphStore.write()``."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    # -- extraction bookkeeping -----------------------------------------------------------
+
+    def pending_chunks(self, limit: int) -> list[tuple[int, str]]:
+        """(id, text) of chunks not yet in the graph, oldest first."""
+        return self.conn.execute(
+            "SELECT c.id, c.text FROM chunks c LEFT JOIN chunk_graph g ON g.chunk_id = c.id "
+            "WHERE g.chunk_id IS NULL ORDER BY c.id LIMIT ?", (limit,)).fetchall()
+
+    def pending_count(self) -> int:
+        """How many chunks wait for extraction."""
+        return int(self.conn.execute(
+            "SELECT count(*) FROM chunks c LEFT JOIN chunk_graph g ON g.chunk_id = c.id "
+            "WHERE g.chunk_id IS NULL").fetchone()[0])
+
+    def cached_extractions(self, shas: Sequence[str], extractor: str) -> dict[str, str]:
+        """Cached extractor output by chunk hash."""
+        out: dict[str, str] = {}
+        for part in _parts(list(shas)):
+            rows = self.conn.execute(
+                f"SELECT chunk_sha, output FROM extractions WHERE extractor = ? AND chunk_sha IN "
+                f"({_marks(part)})", [extractor, *part])
+            out.update(dict(rows.fetchall()))
+        return out
+
+    def cache_extractions(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        """Store (chunk hash, extractor id, output JSON) rows."""
+        self.conn.executemany("INSERT OR REPLACE INTO extractions(chunk_sha, extractor, output) "
+                              "VALUES (?, ?, ?)", list(rows))
+
+    def add_mentions(self, chunk_id: int, extractor: str, failures: int,
+                     entities: Iterable[tuple[str, str, str, str]],
+                     relations: Iterable[tuple[str, str, str, str, float]]) -> None:
+        """Record one chunk's mentions and mark it as in the graph."""
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO entity_mentions(chunk_id, key, name, type, description) "
+            "VALUES (?, ?, ?, ?, ?)", [(chunk_id, *e) for e in entities])
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO relation_mentions(chunk_id, source_key, target_key, keywords, "
+            "description, strength) VALUES (?, ?, ?, ?, ?, ?)", [(chunk_id, *r) for r in relations])
+        self.conn.execute("INSERT INTO chunk_graph(chunk_id, extractor, failures) VALUES (?, ?, ?)",
+                          (chunk_id, extractor, failures))
+
+    def keys_of_chunks(self, chunk_ids: Sequence[int]) -> set[str]:
+        """Entity keys the chunks mention (relation endpoints are mentioned entities too)."""
+        keys: set[str] = set()
+        for part in _parts(list(chunk_ids)):
+            rows = self.conn.execute(
+                f"SELECT key FROM entity_mentions WHERE chunk_id IN ({_marks(part)})", part)
+            keys.update(r[0] for r in rows)
+        return keys
+
+    # -- entity names (keys) --------------------------------------------------------------
+
+    def mentions(self, keys: Iterable[str]) -> dict[str, list[MentionRow]]:
+        """Distinct mentions of each key with their counts."""
+        out: dict[str, list[MentionRow]] = {}
+        for part in _parts(sorted(keys)):
+            rows = self.conn.execute(
+                "SELECT key, name, type, description, count(*) FROM entity_mentions "
+                f"WHERE key IN ({_marks(part)}) GROUP BY key, name, type, description", part)
+            for row in rows:
+                out.setdefault(row[0], []).append(MentionRow(*row))
+        return out
+
+    def key_rows(self, keys: Iterable[str]) -> dict[str, KeyRow]:
+        """Stored entity names by key."""
+        return {row.key: row for row in self._key_rows("key", list(keys))}
+
+    def key_rows_by_id(self, ids: Iterable[int]) -> dict[int, KeyRow]:
+        """Stored entity names by row id (the entity vector index's keys)."""
+        return {row.id: row for row in self._key_rows("id", [int(i) for i in ids])}
+
+    def _key_rows(self, column: str, values: list) -> Iterator[KeyRow]:
+        for part in _parts(values):
+            rows = self.conn.execute(
+                f"SELECT id, key, entity_id, name, vector FROM entity_keys WHERE {column} IN "
+                f"({_marks(part)})", part)
+            for row in rows:
+                yield KeyRow(row[0], row[1], row[2], row[3], np.frombuffer(row[4], dtype=np.float16))
+
+    def upsert_key(self, key: str, name: str, type_: str, description: str, mentions: int,
+                   vector: np.ndarray) -> int:
+        """Insert or update an entity name; returns its row id."""
+        self.conn.execute(
+            "INSERT INTO entity_keys(key, name, type, description, mentions, vector) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET name = excluded.name, "
+            "type = excluded.type, description = excluded.description, "
+            "mentions = excluded.mentions, vector = excluded.vector",
+            (key, name, type_, description, mentions, vector.astype(np.float16).tobytes()))
+        return int(self.conn.execute("SELECT id FROM entity_keys WHERE key = ?", (key,)).fetchone()[0])
+
+    def delete_keys(self, keys: Sequence[str]) -> None:
+        """Forget entity names that no chunk mentions any more."""
+        for part in _parts(list(keys)):
+            self.conn.execute(f"DELETE FROM entity_keys WHERE key IN ({_marks(part)})", part)
+
+    def keys_of_entities(self, entity_ids: Iterable[int]) -> set[str]:
+        """Every key that names one of these nodes."""
+        out: set[str] = set()
+        for part in _parts(sorted(set(entity_ids))):
+            rows = self.conn.execute(
+                f"SELECT key FROM entity_keys WHERE entity_id IN ({_marks(part)})", part)
+            out.update(r[0] for r in rows)
+        return out
+
+    def similar_partners(self, entity_ids: Iterable[int]) -> set[int]:
+        """Nodes joined to these by a similar edge."""
+        out: set[int] = set()
+        for part in _parts(sorted(set(entity_ids))):
+            marks = _marks(part)
+            rows = self.conn.execute(
+                "SELECT source_id, target_id FROM relations WHERE kind = 'similar' AND "
+                f"(source_id IN ({marks}) OR target_id IN ({marks}))", part + part)
+            out.update(i for row in rows for i in row)
+        return out
+
+    # -- nodes, relations and links ---------------------------------------------------------
+
+    def relations_of(self, entity_ids: Iterable[int]) -> list[tuple[int, str | None, bytes | None]]:
+        """(id, text hash, vector) of every relation touching these nodes."""
+        out: dict[int, tuple[int, str | None, bytes | None]] = {}
+        for part in _parts(sorted(set(entity_ids))):
+            marks = _marks(part)
+            rows = self.conn.execute(
+                f"SELECT id, text_sha, vector FROM relations WHERE source_id IN ({marks}) "
+                f"UNION SELECT id, text_sha, vector FROM relations WHERE target_id IN ({marks})",
+                part + part)
+            out.update((row[0], row) for row in rows)
+        return list(out.values())
+
+    def delete_entities(self, entity_ids: Iterable[int]) -> None:
+        """Delete nodes with their relations and chunk links (keys keep their rows)."""
+        for part in _parts(sorted(set(entity_ids))):
+            self.conn.execute(f"DELETE FROM entities WHERE id IN ({_marks(part)})", part)
+
+    def add_entity(self, name: str, type_: str, description: str, keys: Sequence[str]) -> int:
+        """Create a node for a group of keys, link its keys and the chunks that mention them."""
+        cursor = self.conn.execute(
+            "INSERT INTO entities(name, type, description, n_keys) VALUES (?, ?, ?, ?)",
+            (name, type_, description, len(keys)))
+        entity_id = int(cursor.lastrowid)
+        marks = _marks(list(keys))
+        self.conn.execute(f"UPDATE entity_keys SET entity_id = ? WHERE key IN ({marks})",
+                          [entity_id, *keys])
+        self.conn.execute(
+            "INSERT OR IGNORE INTO chunk_entities(chunk_id, entity_id) SELECT DISTINCT chunk_id, ? "
+            f"FROM entity_mentions WHERE key IN ({marks})", [entity_id, *keys])
+        return entity_id
+
+    def relation_mentions(self, keys: Iterable[str]) -> list[RelationMentionRow]:
+        """Every relation mention with an endpoint among the keys."""
+        out: dict[tuple, RelationMentionRow] = {}
+        columns = "chunk_id, source_key, target_key, keywords, description, strength"
+        for part in _parts(sorted(keys)):
+            marks = _marks(part)
+            rows = self.conn.execute(
+                f"SELECT {columns} FROM relation_mentions WHERE source_key IN ({marks}) UNION "
+                f"SELECT {columns} FROM relation_mentions WHERE target_key IN ({marks})", part + part)
+            out.update((row[:3], RelationMentionRow(*row)) for row in rows)
+        return sorted(out.values(), key=lambda r: (r.chunk_id, r.source_key, r.target_key))
+
+    def entity_of_keys(self, keys: Iterable[str]) -> dict[str, int]:
+        """The node id each key belongs to."""
+        out: dict[str, int] = {}
+        for part in _parts(sorted(set(keys))):
+            rows = self.conn.execute(
+                f"SELECT key, entity_id FROM entity_keys WHERE key IN ({_marks(part)}) "
+                "AND entity_id IS NOT NULL", part)
+            out.update(rows.fetchall())
+        return out
+
+    def entity_names(self, entity_ids: Iterable[int]) -> dict[int, str]:
+        """Display names of nodes."""
+        out: dict[int, str] = {}
+        for part in _parts(sorted(set(entity_ids))):
+            rows = self.conn.execute(f"SELECT id, name FROM entities WHERE id IN ({_marks(part)})", part)
+            out.update(rows.fetchall())
+        return out
+
+    def add_relation(self, relation: NewRelation) -> int:
+        """Insert a relation with its supporting chunks; returns its id."""
+        vector = None if relation.vector is None else relation.vector.astype(np.float16).tobytes()
+        cursor = self.conn.execute(
+            "INSERT INTO relations(kind, source_id, target_id, keywords, description, weight, score, "
+            "text_sha, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (relation.kind, relation.source_id, relation.target_id, relation.keywords,
+             relation.description, relation.weight, relation.score, relation.text_sha, vector))
+        relation_id = int(cursor.lastrowid)
+        self.conn.executemany("INSERT OR IGNORE INTO relation_chunks(relation_id, chunk_id) VALUES (?, ?)",
+                              [(relation_id, c) for c in relation.chunk_ids])
+        return relation_id
+
+
+    def relations_without_vector(self) -> list[tuple[int, str, str, str, str]]:
+        """(id, source name, target name, keywords, description) of structural relations
+        still waiting for their vector."""
+        return self.conn.execute(
+            "SELECT r.id, a.name, b.name, r.keywords, r.description FROM relations r "
+            "JOIN entities a ON a.id = r.source_id JOIN entities b ON b.id = r.target_id "
+            "WHERE r.kind = 'structural' AND r.vector IS NULL ORDER BY r.id").fetchall()
+
+    def set_relation_vectors(self, ids: Sequence[int], vectors: np.ndarray) -> None:
+        """Store relation vectors (f16)."""
+        blobs = vectors.astype(np.float16)
+        self.conn.executemany("UPDATE relations SET vector = ? WHERE id = ?",
+                              [(blobs[i].tobytes(), int(r)) for i, r in enumerate(ids)])
+
+
+def _parts(values: list) -> Iterator[list]:
+    for start in range(0, len(values), BATCH):
+        yield values[start : start + BATCH]
+
+
+def _marks(values: Sequence) -> str:
+    return ",".join("?" * len(values))

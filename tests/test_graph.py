@@ -1,0 +1,191 @@
+"""The weighted graph index (§3.1): extraction, aggregation, merges, weights, incremental updates."""
+
+from __future__ import annotations
+
+import itertools
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies
+
+from edge_rag import EdgeRAG, NoSuchEntity
+from edge_rag.index.aggregate import AggregationParams, EntityKey, aggregate, components
+from edge_rag.index.extract import FastExtractor, parse_records
+from edge_rag.index.graph import weight
+from tests.conftest import LIHUA_ZIP, SMALL_SLM
+
+# Crafted chats in which the same people are written in several ways.
+CRAFTED = {
+    "a.txt": "Time: 20260105_14:00\nLiHua: I met Wolfgang Schulz at the station today.\n"
+             "AdamSmith: Nice! Did Wolfgang Schulz bring the keys?\n",
+    "b.txt": "Time: 20260106_09:00\nWolfgangSchulz: Hi Li Hua, I now work at Adam Smith Ltd.\n"
+             "LiHua: Congratulations on the new job at Adam Smith Ltd!\n",
+    "c.txt": "Time: 20260107_18:30\nAdam Smith: Hello Li  Hua, the heating is fixed.\n"
+             "LiHua: Thank you Adam Smith, see you at 6 PM.\n",
+}
+
+
+def _write(folder: Path, names: list[str]) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in names:
+        (folder / name).write_text(CRAFTED[name], encoding="utf-8")
+        paths.append(folder / name)
+    return paths
+
+
+def _graph_after(tmp_path: Path, order: list[str]) -> dict:
+    with EdgeRAG.open(tmp_path / "-".join(order), progress=False) as rag:
+        for path in _write(tmp_path / "docs", order):
+            assert rag.insert(path).ok
+        return rag.graph()
+
+
+def _aliases(graph: dict) -> dict[str, list[str]]:
+    return {node["name"]: node["aliases"] for node in graph["nodes"]}
+
+
+def _node_of(graph: dict, key: str) -> str:
+    return next(node["name"] for node in graph["nodes"] if key in node["aliases"])
+
+
+def test_spelling_variants_of_a_person_merge_into_one_node(tmp_path: Path, model_folder) -> None:
+    graph = _graph_after(tmp_path, ["a.txt", "b.txt", "c.txt"])
+    assert _node_of(graph, "lihua") == _node_of(graph, "li hua")  # "Li  Hua" is the same key
+    assert _node_of(graph, "wolfgangschulz") == _node_of(graph, "wolfgang schulz")
+    assert _node_of(graph, "adamsmith") == _node_of(graph, "adam smith")
+    merged = {n["name"]: n["aliases"] for n in graph["nodes"] if len(n["aliases"]) > 1}
+    assert merged["LiHua"] == ["li hua", "lihua"]  # the most mentioned spelling names the node
+
+
+def test_a_person_and_a_company_named_after_them_stay_apart(tmp_path: Path, model_folder) -> None:
+    graph = _graph_after(tmp_path, ["a.txt", "b.txt", "c.txt"])
+    person, company = _node_of(graph, "adam smith"), _node_of(graph, "adam smith ltd")
+    assert person != company
+    between = [e for e in graph["edges"] if {e["source"], e["target"]} == {person, company}]
+    assert all(e["kind"] in ("similar", "structural") for e in between)
+    assert not [e for e in between if e["kind"] == "similar" and e["score"] >= 0.9]
+
+
+def test_the_graph_does_not_depend_on_insertion_order(tmp_path: Path, model_folder) -> None:
+    graphs = [_graph_after(tmp_path / str(i), list(order))
+              for i, order in enumerate(itertools.permutations(CRAFTED))]
+    # Node and edge names, weights, scores and chunk links (doc id:ord) must all be equal.
+    assert all(g == graphs[0] for g in graphs[1:])
+
+
+def test_structural_edges_carry_weights_and_similar_edges_scores(tmp_path: Path, model_folder) -> None:
+    graph = _graph_after(tmp_path, ["a.txt", "b.txt", "c.txt"])
+    structural = [e for e in graph["edges"] if e["kind"] == "structural"]
+    assert structural and all(0.0 < e["weight"] <= 1.0 and e["score"] is None for e in structural)
+    assert all(e["chunks"] for e in structural)
+    assert all(0.0 <= e["score"] <= 1.0 for e in graph["edges"] if e["kind"] == "similar")
+
+
+def test_weight_rises_with_support_and_strength() -> None:
+    assert 0.0 < weight([1.0]) < weight([5.0]) < weight([10.0]) <= 1.0
+    assert weight([5.0]) < weight([5.0, 5.0]) < weight([5.0] * 10) < 1.0
+
+
+def test_aggregation_is_a_pure_function_of_the_component() -> None:
+    keys = [EntityKey("li hua", "person", frozenset({"person", "tenant"}), 3),
+            EntityKey("lihua", "", frozenset({"speaker"}), 9),
+            EntityKey("adam smith", "person", frozenset({"person", "landlord"}), 2),
+            EntityKey("adam smith ltd", "organization", frozenset({"company"}), 1)]
+    params = AggregationParams()
+    first = aggregate(keys, params)
+    assert all(aggregate(list(p), params) == first for p in itertools.permutations(keys))
+    assert ["li hua", "lihua"] in first.groups
+    assert ["adam smith"] in first.groups and ["adam smith ltd"] in first.groups
+
+
+def test_numbers_keep_dates_apart_even_when_everything_else_matches() -> None:
+    keys = [EntityKey(d, "date", frozenset({"date", "conversation"}), 1)
+            for d in ("2026-01-06", "2026-01-07")]
+    result = aggregate(keys, AggregationParams())
+    assert len(result.groups) == 2 and result.similar == []
+
+
+def test_components_are_weakly_connected() -> None:
+    found = components(["a", "b", "c", "d", "e"], [("a", "b"), ("c", "b"), ("d", "e")])
+    assert found == [["a", "b", "c"], ["d", "e"]]
+
+
+def test_parse_records_repairs_what_a_small_model_writes() -> None:
+    text = ("entity<|> Li Hua <|>Person<|>tenant\nentity<|>Li Hua<|>person<|>dup\n"
+            "relation<|>Li Hua<|>Li Hua<|>self<|>loop<|>5\n"
+            "relation<|>Li Hua<|>Adam<|>keys<|>gets keys<|>strong 12\n"
+            "entity<|><|>x<|>y\ngarbage line\n<|DONE|>")
+    extraction = parse_records(text)
+    assert [(e.name, e.type) for e in extraction.entities] == [("Li Hua", "person"), ("Adam", "")]
+    assert len(extraction.relations) == 1 and extraction.relations[0].strength == 10.0
+
+
+def test_fast_extractor_finds_speakers_names_and_times() -> None:
+    extraction = FastExtractor().extract([CRAFTED["c.txt"]])[0]
+    found = {(e.name, e.type) for e in extraction.entities}
+    assert {("Adam Smith", "person"), ("LiHua", "person"), ("6 PM", "time"),
+            ("2026-01-07", "date")} <= found
+    assert any({r.source, r.target} == {"Adam Smith", "LiHua"} for r in extraction.relations)
+
+
+def test_stats_and_neighbourhood_export(tmp_path: Path, model_folder) -> None:
+    with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
+        rag.insert(*_write(tmp_path / "docs", list(CRAFTED)))
+        stats = rag.stats()
+        everything, around = rag.graph(), rag.graph("Li Hua", hops=1)
+        with pytest.raises(NoSuchEntity):
+            rag.graph("Nobody Here")
+    assert stats.entity_names - stats.entities == stats.merges >= 2
+    assert stats.chunks_in_graph == stats.chunks and stats.extraction_failures == 0
+    names = {n["name"] for n in around["nodes"]}
+    assert "LiHua" in names and len(names) < len(everything["nodes"])
+    neighbours = {e["source"] for e in everything["edges"] if e["target"] == "LiHua"} | {
+        e["target"] for e in everything["edges"] if e["source"] == "LiHua"}
+    assert names == neighbours | {"LiHua"}
+
+
+def _lihua_texts(count: int) -> dict[str, str]:
+    with zipfile.ZipFile(LIHUA_ZIP) as archive:
+        names = sorted(n for n in archive.namelist() if "/week3/" in n and n.endswith(".txt"))
+        return {Path(n).name: archive.read(n).decode("utf-8") for n in names[:count]}
+
+
+LIHUA = _lihua_texts(8) if LIHUA_ZIP.is_file() else {}
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(split=strategies.lists(strategies.booleans(), min_size=len(LIHUA), max_size=len(LIHUA)))
+def test_insert_then_delete_gives_the_graph_of_what_remains(tmp_path_factory, model_folder,
+                                                           split: list[bool]) -> None:
+    """Property: insert A, insert B, delete B gives the same graph as inserting A alone."""
+    first = [n for n, in_a in zip(LIHUA, split) if in_a]
+    second = [n for n, in_a in zip(LIHUA, split) if not in_a]
+    base = tmp_path_factory.mktemp("property")
+    with EdgeRAG.open(base / "a-only", progress=False) as rag:
+        for name in first:
+            rag.insert_text(LIHUA[name], source=name)
+        expected = rag.graph()
+    with EdgeRAG.open(base / "a-then-b", progress=False) as rag:
+        for name in first + second:
+            rag.insert_text(LIHUA[name], source=name)
+        for doc in [d for d in rag.documents() if d.source in second]:
+            rag.delete(doc.id)
+        assert rag.graph() == expected
+
+
+@pytest.mark.slow
+def test_slm_extraction_parses_and_is_cached(tmp_path: Path, model_folder, slm) -> None:
+    """Real SmolLM2-135M under the records constraint: every output parses; re-inserting the
+    same text takes the extraction from the cache instead of calling the model."""
+    options = dict(progress=False, extractor="slm", slm=SMALL_SLM, slm_context_tokens=1024,
+                   extract_max_tokens=96, extract_retries=0)
+    with EdgeRAG.open(tmp_path / "index", **options) as rag:
+        first = rag.insert_text(CRAFTED["c.txt"], source="c")
+        assert first.graph.extracted == 1 and first.graph.cached == 0
+        assert rag.stats().chunks_in_graph == 1
+        rag.delete(first.added[0])
+        assert rag.stats().entities == 0
+        again = rag.insert_text(CRAFTED["c.txt"], source="c")
+        assert again.graph.extracted == 0 and again.graph.cached == 1
