@@ -25,7 +25,7 @@ def answer_user(question: str, sources: list[tuple[str, str]]) -> str:
     return ANSWER_USER.format(sources="\n\n".join(lines), question=question)
 
 
-EXTRACT_PROMPT_VERSION = "1"
+EXTRACT_PROMPT_VERSION = "4"
 
 EXTRACT_SYSTEM = (
     "You extract a knowledge graph from a text. Write one record per line, then <|DONE|>.\n"
@@ -34,15 +34,16 @@ EXTRACT_SYSTEM = (
     "TYPE is one of: person, organization, location, event, date, time, object, concept."
 )
 
+# Same shape as a chat log, but a topic unlike the documents: small models copy example content.
 EXTRACT_EXAMPLE = (
-    "Text:\nTime: 20260105_14:00\nAdamSmith: Hi Li Hua, the keys are ready. Come at 5:30 PM.\n"
-    "LiHua: Great, see you at the apartment!\n\n"
-    "entity<|>AdamSmith<|>person<|>landlord who has the keys\n"
-    "entity<|>LiHua<|>person<|>new tenant\n"
-    "entity<|>5:30 PM<|>time<|>time to collect the keys\n"
-    "entity<|>apartment<|>location<|>where they meet\n"
-    "relation<|>AdamSmith<|>LiHua<|>keys, moving in<|>Adam gives Li Hua the keys<|>9\n"
-    "relation<|>LiHua<|>5:30 PM<|>meeting time<|>Li Hua comes at 5:30 PM<|>7\n"
+    "Text:\nTime: 20250312_09:00\nMartaLopez: Hi Jonas, the bike shop fixed my brakes for $40.\n"
+    "JonasBerg: Great, I will take my bike there on Friday at 9 AM!\n\n"
+    "entity<|>MartaLopez<|>person<|>had her bike brakes fixed\n"
+    "entity<|>JonasBerg<|>person<|>will take his bike to the shop\n"
+    "entity<|>bike shop<|>organization<|>repairs bikes\n"
+    "entity<|>9 AM<|>time<|>when Jonas brings his bike\n"
+    "relation<|>MartaLopez<|>bike shop<|>brakes, repair<|>the shop fixed Marta's brakes for $40<|>8\n"
+    "relation<|>JonasBerg<|>9 AM<|>repair visit<|>Jonas comes to the shop at 9 AM<|>7\n"
     "<|DONE|>"
 )
 

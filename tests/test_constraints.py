@@ -49,3 +49,12 @@ def test_records():
 def test_labels():
     assert LABELS.accepts_prefix("ma") and not LABELS.accepts_prefix("x")
     assert LABELS.finish("ma") == "ybe"
+
+
+def test_records_numeric_fields_take_only_short_numbers():
+    records = Records((("relation", 3),), numeric=(("relation", 2),))
+    assert records.accepts_prefix("relation<|>a<|>b<|>1")
+    assert records.is_complete("relation<|>a<|>b<|>10\n<|DONE|>")
+    assert not records.accepts_prefix("relation<|>a<|>b<|>strong")
+    assert not records.accepts_prefix("relation<|>a<|>b<|>100")
+    assert records.is_complete("relation<|>a<|>b" + records.finish("relation<|>a<|>b"))

@@ -18,6 +18,7 @@ from .mentions import (
     EntityMention,
     Extraction,
     RelationMention,
+    ground,
     repair,
     strength,
 )
@@ -55,7 +56,8 @@ class FastExtractor:
 
 class SLMExtractor:
     """The SLM writes delimiter-separated records under the ``Records`` constraint, so every
-    output parses; empty results are retried with sampling and counted as failures."""
+    output parses; entities not found in the chunk are dropped (see ``ground``); empty
+    results are retried with sampling and counted as failures."""
 
     cacheable = True
 
@@ -67,7 +69,7 @@ class SLMExtractor:
         self.retries = retries
         self.batch_size = batch_size
         self.constraint = Records(kinds=(("entity", 3), ("relation", 5)), max_field=FIELD_CHARS,
-                                  max_records=24)
+                                  max_records=24, numeric=(("relation", 4),))
         self.id = f"slm:{slm.folder.identity['sha256'][:16]}:prompt{EXTRACT_PROMPT_VERSION}"
 
     def extract(self, texts: Sequence[str]) -> list[Extraction]:
@@ -90,7 +92,7 @@ class SLMExtractor:
                                       else 0.7, seed=attempt)
             prompts = [self.slm.chat(extract_user(texts[i]), EXTRACT_SYSTEM) for i in todo]
             for i, generation in zip(todo, self.slm.generate_batch(prompts, config, self.constraint)):
-                parsed = parse_records(generation.text, self.constraint.delimiter)
+                parsed = ground(parse_records(generation.text, self.constraint.delimiter), texts[i])
                 if parsed.entities:
                     results[i] = parsed
                 else:

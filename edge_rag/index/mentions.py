@@ -13,6 +13,8 @@ MAX_STRENGTH = 10.0
 DEFAULT_STRENGTH = 5.0
 SPACES = re.compile(r"\s+")
 CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+NON_WORD = re.compile(r"[\W_]+")
+REPEATS = re.compile(r"(.{1,4}?)\1{4,}")
 EDGE_PUNCTUATION = " \t\"'`“”‘’.,;:!?()[]{}<>*#"
 
 
@@ -101,7 +103,8 @@ def repair(entities: Sequence[EntityMention], relations: Sequence[RelationMentio
 
 
 def _clean(text: object) -> str:
-    return SPACES.sub(" ", str(text)).strip()[:FIELD_CHARS]
+    # Small models loop ("9.5555555…"): a short pattern repeated many times is kept once.
+    return REPEATS.sub(r"\1", SPACES.sub(" ", str(text))).strip()[:FIELD_CHARS]
 
 
 def strength(value: object) -> float:
@@ -109,3 +112,18 @@ def strength(value: object) -> float:
     match = re.search(r"\d+(?:\.\d+)?", str(value))
     number = float(match.group()) if match else DEFAULT_STRENGTH
     return min(MAX_STRENGTH, max(1.0, number))
+
+
+def ground(extraction: Extraction, text: str) -> Extraction:
+    """Keep only entities whose name occurs in the text (spacing, case and punctuation aside),
+    and the relations between them: small models copy names from the prompt's example."""
+    haystack = _letters(text)
+    kept = [e for e in extraction.entities if _letters(e.name) and _letters(e.name) in haystack]
+    keys = {e.key for e in kept}
+    relations = [r for r in extraction.relations
+                 if entity_key(r.source) in keys and entity_key(r.target) in keys]
+    return Extraction(kept, relations, extraction.failures)
+
+
+def _letters(text: str) -> str:
+    return NON_WORD.sub("", text.casefold())

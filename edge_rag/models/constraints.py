@@ -17,6 +17,9 @@ from typing import Protocol
 
 import numpy as np
 
+NUMBER = re.compile(r"\d{1,2}")
+NUMBER_PREFIX = re.compile(r" ?\d{0,2}")
+
 
 class Constraint(Protocol):
     """A format the generated text must follow."""
@@ -66,7 +69,8 @@ class Records:
 
     ``kinds`` maps a record kind to its number of fields; a line is
     ``kind<|>field<|>field...``. Fields are non-empty, at most ``max_field`` characters,
-    and contain neither the delimiter nor a newline. At most ``max_records`` records.
+    and contain neither the delimiter nor a newline. ``numeric`` lists (kind, field index)
+    pairs whose field is a number of one or two digits. At most ``max_records`` records.
     """
 
     kinds: tuple[tuple[str, int], ...]
@@ -74,6 +78,7 @@ class Records:
     done: str = "<|DONE|>"
     max_field: int = 80
     max_records: int = 20
+    numeric: tuple[tuple[str, int], ...] = ()
 
     def accepts_prefix(self, text: str) -> bool:
         """Every finished line is a record and the last line can still become one."""
@@ -113,8 +118,11 @@ class Records:
             out += self.delimiter[pending:]
             fields.append("")
         if not fields[-1].strip():
-            out += "?"
-        return out + (self.delimiter + "?") * (wanted - len(fields))
+            out += self._filler(kind, len(fields) - 1)
+        return out + "".join(self.delimiter + self._filler(kind, i) for i in range(len(fields), wanted))
+
+    def _filler(self, kind: str, index: int) -> str:
+        return "5" if (kind, index) in self.numeric else "?"
 
     def _pending(self, text: str) -> int:
         # How many characters of a delimiter the text ends with (0 when none).
@@ -124,7 +132,12 @@ class Records:
     def _record(self, line: str) -> bool:
         kind, *fields = line.split(self.delimiter)
         wanted = dict(self.kinds).get(kind)
-        return wanted == len(fields) and all(0 < len(f.strip()) <= self.max_field for f in fields)
+        return wanted == len(fields) and all(self._field(kind, i, f) for i, f in enumerate(fields))
+
+    def _field(self, kind: str, index: int, text: str) -> bool:
+        if (kind, index) in self.numeric:
+            return NUMBER.fullmatch(text.strip()) is not None
+        return 0 < len(text.strip()) <= self.max_field
 
     def _record_prefix(self, line: str) -> bool:
         kind, *fields = line.split(self.delimiter)
@@ -136,10 +149,13 @@ class Records:
         if wanted is None or len(fields) > wanted:
             return False
         *done, current = fields
-        if not all(0 < len(f.strip()) <= self.max_field for f in done):
+        if not all(self._field(kind, i, f) for i, f in enumerate(done)):
             return False
         pending = self._pending(current) if len(fields) < wanted else 0
-        return len(current) - pending <= self.max_field
+        written = current[: len(current) - pending]
+        if (kind, len(done)) in self.numeric:
+            return NUMBER_PREFIX.fullmatch(written) is not None
+        return len(written) <= self.max_field
 
 
 @dataclass(frozen=True)
