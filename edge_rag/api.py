@@ -69,7 +69,7 @@ class EdgeRAG:
             store.bind_embedder(self._folder.identity)
         self._embedder: Embedder | None = None
         self._slm: SLM | None = None
-        self._chunk_vectors: VectorIndex | None = None
+        self._readers: dict[str, VectorIndex] = {}
 
     @classmethod
     def open(cls, path: str | Path, profile: str | Path | None = None, *,
@@ -97,7 +97,7 @@ class EdgeRAG:
 
     def close(self) -> None:
         """Release the index; safe to call twice."""
-        self._chunk_vectors = None
+        self._readers.clear()
         self.store.close()
 
     # -- writing ------------------------------------------------------------------------
@@ -131,8 +131,11 @@ class EdgeRAG:
     # -- reading -------------------------------------------------------------------------
 
     def retrieve(self, question: str, method: str = "vector", top_k: int | None = None) -> Retrieval:
-        """Context for a question by one retrieval method (``"vector"``: VR, eq. 7)."""
-        view = IndexView(self.settings, self.store, self.embedder, self._vectors())
+        """Context for a question by one retrieval method: ``vector`` (VR, eq. 7), ``local``
+        (LR, eqs. 8–11), ``dual`` (DR, eqs. 12–17), ``topology`` (TR, eqs. 18–29) or ``none``."""
+        view = IndexView(self.settings, self.store, self.embedder, self._vectors(),
+                         lambda: self._vectors("entity"), lambda: self._vectors("relation"),
+                         lambda: self.slm)
         return make_retriever(method, view).retrieve(question, top_k or self.settings.top_k)
 
     def ask(self, question: str, method: str = "vector", top_k: int | None = None,
@@ -186,7 +189,7 @@ class EdgeRAG:
 
     def _indexer(self) -> Indexer:
         vectors = self._new_vector_index().open(writable=True)
-        self._chunk_vectors = None  # readers reload the file this writer saves
+        self._readers.clear()  # readers reload the files this writer saves
         chunker = Chunker(self.embedder.tokenizer, self.settings.chunk_tokens,
                           self.settings.chunk_overlap)
         return Indexer(self.store, vectors, self.embedder, chunker, self.settings.vector_save_every,
@@ -202,19 +205,20 @@ class EdgeRAG:
         return GraphBuilder(self.store, entity, relation, self.embedder, extractor, params,
                             settings.graph_batch_chunks)
 
-    def _vectors(self) -> VectorIndex:
-        if self._chunk_vectors is None or self._chunk_vectors.is_stale():
-            self._chunk_vectors = self._new_vector_index().open()
-            if self._chunk_vectors.rebuilt:
-                self._persist_rebuilt(self._chunk_vectors)
-        return self._chunk_vectors
+    def _vectors(self, kind: str = "chunk") -> VectorIndex:
+        current = self._readers.get(kind)
+        if current is None or current.is_stale():
+            current = self._readers[kind] = self._new_vector_index(kind).open()
+            if current.rebuilt:
+                self._persist_rebuilt(current)
+        return current
 
     def _persist_rebuilt(self, vectors: VectorIndex) -> None:
         # A reader that had to rebuild saves the result only when no writer is active.
         lock = WriteLock(self.directory)
         if lock.try_acquire():
             try:
-                generation = int(self.store.vector_state("chunk")["generation"])
+                generation = int(self.store.vector_state(vectors.kind)["generation"])
                 if generation == vectors.generation:
                     vectors.save(generation)
             finally:

@@ -53,6 +53,12 @@ class Settings:
     aggregate_lambda: float = 0.6
     aggregate_delta: float = 0.6
     aggregate_merge: float = 0.9
+    graph_entities: int = 10
+    graph_relations: int = 10
+    lr_alpha: float = 0.7
+    tr_hops: int = 2
+    use_weights: bool = True
+    keyword_extractor: str = "rules"
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -77,7 +83,11 @@ class Settings:
                "extract_batch_size and graph_batch_chunks must be at least 1")
         _check(self.extract_max_tokens >= 32, "extract_max_tokens must be at least 32")
         _check(self.extract_retries >= 0, "extract_retries must be >= 0")
-        for name in ("aggregate_tau", "aggregate_lambda", "aggregate_delta", "aggregate_merge"):
+        _check(self.graph_entities >= 1 and self.graph_relations >= 1,
+               "graph_entities and graph_relations must be at least 1")
+        _check(1 <= self.tr_hops <= 3, "tr_hops must be 1, 2 or 3")
+        _check(self.keyword_extractor in ("rules", "slm"), "keyword_extractor must be rules or slm")
+        for name in ("aggregate_tau", "aggregate_lambda", "aggregate_delta", "aggregate_merge", "lr_alpha"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be within [0, 1]")
 
     @property

@@ -51,3 +51,16 @@ EXTRACT_EXAMPLE = (
 def extract_user(text: str) -> str:
     """The user turn of entity and relation extraction: one worked example, then the chunk."""
     return f"Example:\n{EXTRACT_EXAMPLE}\n\nText:\n{text}\n"
+
+
+KEYWORDS_SYSTEM = (
+    "List the keywords of a question as JSON. low_level: the specific names, things, dates and "
+    "times it mentions. high_level: the topics or themes it is about. Comma-separated."
+)
+
+
+def keywords_user(question: str) -> str:
+    """The user turn of keyword extraction (DR's K(q))."""
+    return ('Question: Where did Marta get her bike brakes fixed?\n'
+            '{"low_level": "Marta, bike, brakes", "high_level": "bike repair, shop"}\n\n'
+            f"Question: {question}\n")

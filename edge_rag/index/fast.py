@@ -39,6 +39,7 @@ NAME = re.compile(r"\b[A-Z][\w'\-]*(?:\s+(?:of |de |von |van )?[A-Z][\w'\-]*)*")
 WORD = re.compile(r"\b[a-z][a-z\-]{3,}\b")
 SENTENCE_START = re.compile(r"(?:^|[.!?…]\s+|[\"“(]\s*)$")
 POSSESSIVE = re.compile(r"['’]s$")
+CAMEL_PART = re.compile(r"[A-Z][a-z]+")
 
 STOPWORDS = frozenset("""
 a about above after again against all almost also although always am an and any anyone anything
@@ -64,6 +65,7 @@ seem seen sounds start started stuff super tell thanks thought told took trying 
 wonderful work working worry worries appreciate cool fantastic enjoy enjoyed share sharing talk
 talking touch check checking hear heard update updates favorite favourite mean means place
 thinking guys folks gonna wanna gotta everybody someone somewhere people person thing times sometimes
+wow hello yay ooh haha omg aww yep nope hmm ugh whoa yo dear
 """.split())  # noqa: SIM905 - a word list reads better as text
 
 
@@ -80,6 +82,7 @@ def extract_fast(text: str) -> tuple[list[EntityMention], list[RelationMention]]
     """Entities and relations of one chunk by rule."""
     lines = [line for line in text.splitlines() if line.strip()]
     capitalised = _mid_sentence_names(lines)
+    first_names = _first_names(lines)
     entities: dict[str, EntityMention] = {}
     relations: list[RelationMention] = []
     speakers: list[str] = []
@@ -91,7 +94,8 @@ def extract_fast(text: str) -> tuple[list[EntityMention], list[RelationMention]]
             entities.setdefault(date, EntityMention(date, "date", "date of the conversation"))
             continue
         speaker, message = _split_speaker(line)
-        spans = _spans(message, capitalised)
+        spans = [_Span(s.start, first_names.get(s.name.lower(), s.name), s.type)
+                 for s in _spans(message, capitalised)]
         snippet = message[:SNIPPET_CHARS]
         for span in spans:
             entities.setdefault(span.name, EntityMention(span.name, span.type, snippet))
@@ -112,6 +116,16 @@ def extract_fast(text: str) -> tuple[list[EntityMention], list[RelationMention]]
     return list(entities.values()), _strongest(relations)
 
 
+def _first_names(lines: list[str]) -> dict[str, str]:
+    # In a chat, "Adam" addressed in a message is the speaker "AdamSmith" of the same chunk.
+    out: dict[str, str] = {}
+    for speaker in {s for s, _ in map(_split_speaker, lines) if s}:
+        first = CAMEL_PART.match(speaker)
+        if first and first.group().lower() != speaker.lower():
+            out.setdefault(first.group().lower(), speaker)
+    return out
+
+
 def _split_speaker(line: str) -> tuple[str | None, str]:
     match = SPEAKER.match(line)
     if match and match.group(1).lower() not in STOPWORDS:
@@ -128,8 +142,9 @@ def _spans(message: str, capitalised: set[str]) -> list[_Span]:
             _add(spans, taken, match.start(), match.end(), value, kind)
     for match in NAME.finditer(message):
         name = _trim(match.group())
-        if _is_name(name, message, match.start(), capitalised):
-            _add(spans, taken, match.start(), match.end(), name, "name")
+        start = match.start() + max(0, match.group().find(name))
+        if _is_name(name, message, start, capitalised):
+            _add(spans, taken, start, match.end(), name, "name")
     return sorted(spans, key=lambda s: s.start)
 
 
@@ -164,8 +179,10 @@ def _mid_sentence_names(lines: list[str]) -> set[str]:
     for line in lines:
         _, message = _split_speaker(line)
         for match in NAME.finditer(message):
-            if SENTENCE_START.search(message[: match.start()]) is None:
-                found.update(match.group().split())
+            name = _trim(match.group())
+            start = match.start() + max(0, match.group().find(name))
+            if SENTENCE_START.search(message[:start]) is None:
+                found.update(name.split())
     return found
 
 

@@ -39,6 +39,7 @@ DESCRIPTION_CHARS = 400
 KEYWORD_CHARS = 120
 RELATION_TEXT_CHARS = 240
 CANDIDATES_PER_KEY = 32
+CACHE_EVERY = 16  # model extractions committed to the cache per transaction
 # ω_r = 1 − Π(1 − p_i) over a relation's mentions, with p_i = PER_MENTION · strength_i / 10:
 # in (0, 1), rising with both stated strength and repeated support across chunks.
 PER_MENTION = 0.3
@@ -122,10 +123,11 @@ class GraphBuilder:
         shas = [chunk_hash(t) for t in texts]
         cached = self.tables.cached_extractions(shas, extractor.id)
         todo = list(dict.fromkeys(s for s in shas if s not in cached))
-        if todo:
-            fresh = extractor.extract([texts[shas.index(s)] for s in todo])
-            outputs = {s: e.to_json() for s, e in zip(todo, fresh)}
-            with self.store.write():  # committed before use, so a killed build resumes here
+        for start in range(0, len(todo), CACHE_EVERY):
+            part = todo[start : start + CACHE_EVERY]
+            fresh = extractor.extract([texts[shas.index(s)] for s in part])
+            outputs = {s: e.to_json() for s, e in zip(part, fresh)}
+            with self.store.write():  # committed as it comes, so a killed build resumes here
                 self.tables.cache_extractions((s, extractor.id, o) for s, o in outputs.items())
             cached.update(outputs)
         report.extracted += len(todo)

@@ -3,25 +3,31 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import Settings
 from ..models.embedder import Embedder
 from ..store import GraphStore, VectorIndex
 from .types import Retrieval
 
+if TYPE_CHECKING:
+    from ..models.slm import SLM
+
 
 @dataclass
 class IndexView:
-    """The parts of an open index that retrievers read."""
+    """The parts of an open index that retrievers read; graph vectors and the SLM load lazily."""
 
     settings: Settings
     store: GraphStore
     embedder: Embedder
     chunk_vectors: VectorIndex
+    entity_vectors: Callable[[], VectorIndex] | None = None
+    relation_vectors: Callable[[], VectorIndex] | None = None
+    slm: Callable[[], SLM] | None = None
 
 
 class Retriever(Protocol):

@@ -84,10 +84,10 @@ class GraphTables:
     def cached_extractions(self, shas: Sequence[str], extractor: str) -> dict[str, str]:
         """Cached extractor output by chunk hash."""
         out: dict[str, str] = {}
-        for part in _parts(list(shas)):
+        for part in parts(list(shas)):
             rows = self.conn.execute(
                 f"SELECT chunk_sha, output FROM extractions WHERE extractor = ? AND chunk_sha IN "
-                f"({_marks(part)})", [extractor, *part])
+                f"({marks(part)})", [extractor, *part])
             out.update(dict(rows.fetchall()))
         return out
 
@@ -112,9 +112,9 @@ class GraphTables:
     def keys_of_chunks(self, chunk_ids: Sequence[int]) -> set[str]:
         """Entity keys the chunks mention (relation endpoints are mentioned entities too)."""
         keys: set[str] = set()
-        for part in _parts(list(chunk_ids)):
+        for part in parts(list(chunk_ids)):
             rows = self.conn.execute(
-                f"SELECT key FROM entity_mentions WHERE chunk_id IN ({_marks(part)})", part)
+                f"SELECT key FROM entity_mentions WHERE chunk_id IN ({marks(part)})", part)
             keys.update(r[0] for r in rows)
         return keys
 
@@ -123,10 +123,10 @@ class GraphTables:
     def mentions(self, keys: Iterable[str]) -> dict[str, list[MentionRow]]:
         """Distinct mentions of each key with their counts."""
         out: dict[str, list[MentionRow]] = {}
-        for part in _parts(sorted(keys)):
+        for part in parts(sorted(keys)):
             rows = self.conn.execute(
                 "SELECT key, name, type, description, count(*) FROM entity_mentions "
-                f"WHERE key IN ({_marks(part)}) GROUP BY key, name, type, description", part)
+                f"WHERE key IN ({marks(part)}) GROUP BY key, name, type, description", part)
             for row in rows:
                 out.setdefault(row[0], []).append(MentionRow(*row))
         return out
@@ -140,10 +140,10 @@ class GraphTables:
         return {row.id: row for row in self._key_rows("id", [int(i) for i in ids])}
 
     def _key_rows(self, column: str, values: list) -> Iterator[KeyRow]:
-        for part in _parts(values):
+        for part in parts(values):
             rows = self.conn.execute(
                 f"SELECT id, key, entity_id, name, vector FROM entity_keys WHERE {column} IN "
-                f"({_marks(part)})", part)
+                f"({marks(part)})", part)
             for row in rows:
                 yield KeyRow(row[0], row[1], row[2], row[3], np.frombuffer(row[4], dtype=np.float16))
 
@@ -160,26 +160,26 @@ class GraphTables:
 
     def delete_keys(self, keys: Sequence[str]) -> None:
         """Forget entity names that no chunk mentions any more."""
-        for part in _parts(list(keys)):
-            self.conn.execute(f"DELETE FROM entity_keys WHERE key IN ({_marks(part)})", part)
+        for part in parts(list(keys)):
+            self.conn.execute(f"DELETE FROM entity_keys WHERE key IN ({marks(part)})", part)
 
     def keys_of_entities(self, entity_ids: Iterable[int]) -> set[str]:
         """Every key that names one of these nodes."""
         out: set[str] = set()
-        for part in _parts(sorted(set(entity_ids))):
+        for part in parts(sorted(set(entity_ids))):
             rows = self.conn.execute(
-                f"SELECT key FROM entity_keys WHERE entity_id IN ({_marks(part)})", part)
+                f"SELECT key FROM entity_keys WHERE entity_id IN ({marks(part)})", part)
             out.update(r[0] for r in rows)
         return out
 
     def similar_partners(self, entity_ids: Iterable[int]) -> set[int]:
         """Nodes joined to these by a similar edge."""
         out: set[int] = set()
-        for part in _parts(sorted(set(entity_ids))):
-            marks = _marks(part)
+        for part in parts(sorted(set(entity_ids))):
+            holders = marks(part)
             rows = self.conn.execute(
                 "SELECT source_id, target_id FROM relations WHERE kind = 'similar' AND "
-                f"(source_id IN ({marks}) OR target_id IN ({marks}))", part + part)
+                f"(source_id IN ({holders}) OR target_id IN ({holders}))", part + part)
             out.update(i for row in rows for i in row)
         return out
 
@@ -188,19 +188,19 @@ class GraphTables:
     def relations_of(self, entity_ids: Iterable[int]) -> list[tuple[int, str | None, bytes | None]]:
         """(id, text hash, vector) of every relation touching these nodes."""
         out: dict[int, tuple[int, str | None, bytes | None]] = {}
-        for part in _parts(sorted(set(entity_ids))):
-            marks = _marks(part)
+        for part in parts(sorted(set(entity_ids))):
+            holders = marks(part)
             rows = self.conn.execute(
-                f"SELECT id, text_sha, vector FROM relations WHERE source_id IN ({marks}) "
-                f"UNION SELECT id, text_sha, vector FROM relations WHERE target_id IN ({marks})",
+                f"SELECT id, text_sha, vector FROM relations WHERE source_id IN ({holders}) "
+                f"UNION SELECT id, text_sha, vector FROM relations WHERE target_id IN ({holders})",
                 part + part)
             out.update((row[0], row) for row in rows)
         return list(out.values())
 
     def delete_entities(self, entity_ids: Iterable[int]) -> None:
         """Delete nodes with their relations and chunk links (keys keep their rows)."""
-        for part in _parts(sorted(set(entity_ids))):
-            self.conn.execute(f"DELETE FROM entities WHERE id IN ({_marks(part)})", part)
+        for part in parts(sorted(set(entity_ids))):
+            self.conn.execute(f"DELETE FROM entities WHERE id IN ({marks(part)})", part)
 
     def add_entity(self, name: str, type_: str, description: str, keys: Sequence[str]) -> int:
         """Create a node for a group of keys, link its keys and the chunks that mention them."""
@@ -208,32 +208,32 @@ class GraphTables:
             "INSERT INTO entities(name, type, description, n_keys) VALUES (?, ?, ?, ?)",
             (name, type_, description, len(keys)))
         entity_id = int(cursor.lastrowid)
-        marks = _marks(list(keys))
-        self.conn.execute(f"UPDATE entity_keys SET entity_id = ? WHERE key IN ({marks})",
+        holders = marks(list(keys))
+        self.conn.execute(f"UPDATE entity_keys SET entity_id = ? WHERE key IN ({holders})",
                           [entity_id, *keys])
         self.conn.execute(
             "INSERT OR IGNORE INTO chunk_entities(chunk_id, entity_id) SELECT DISTINCT chunk_id, ? "
-            f"FROM entity_mentions WHERE key IN ({marks})", [entity_id, *keys])
+            f"FROM entity_mentions WHERE key IN ({holders})", [entity_id, *keys])
         return entity_id
 
     def relation_mentions(self, keys: Iterable[str]) -> list[RelationMentionRow]:
         """Every relation mention with an endpoint among the keys."""
         out: dict[tuple, RelationMentionRow] = {}
         columns = "chunk_id, source_key, target_key, keywords, description, strength"
-        for part in _parts(sorted(keys)):
-            marks = _marks(part)
+        for part in parts(sorted(keys)):
+            holders = marks(part)
             rows = self.conn.execute(
-                f"SELECT {columns} FROM relation_mentions WHERE source_key IN ({marks}) UNION "
-                f"SELECT {columns} FROM relation_mentions WHERE target_key IN ({marks})", part + part)
+                f"SELECT {columns} FROM relation_mentions WHERE source_key IN ({holders}) UNION "
+                f"SELECT {columns} FROM relation_mentions WHERE target_key IN ({holders})", part + part)
             out.update((row[:3], RelationMentionRow(*row)) for row in rows)
         return sorted(out.values(), key=lambda r: (r.chunk_id, r.source_key, r.target_key))
 
     def entity_of_keys(self, keys: Iterable[str]) -> dict[str, int]:
         """The node id each key belongs to."""
         out: dict[str, int] = {}
-        for part in _parts(sorted(set(keys))):
+        for part in parts(sorted(set(keys))):
             rows = self.conn.execute(
-                f"SELECT key, entity_id FROM entity_keys WHERE key IN ({_marks(part)}) "
+                f"SELECT key, entity_id FROM entity_keys WHERE key IN ({marks(part)}) "
                 "AND entity_id IS NOT NULL", part)
             out.update(rows.fetchall())
         return out
@@ -241,8 +241,8 @@ class GraphTables:
     def entity_names(self, entity_ids: Iterable[int]) -> dict[int, str]:
         """Display names of nodes."""
         out: dict[int, str] = {}
-        for part in _parts(sorted(set(entity_ids))):
-            rows = self.conn.execute(f"SELECT id, name FROM entities WHERE id IN ({_marks(part)})", part)
+        for part in parts(sorted(set(entity_ids))):
+            rows = self.conn.execute(f"SELECT id, name FROM entities WHERE id IN ({marks(part)})", part)
             out.update(rows.fetchall())
         return out
 
@@ -275,10 +275,12 @@ class GraphTables:
                               [(blobs[i].tobytes(), int(r)) for i, r in enumerate(ids)])
 
 
-def _parts(values: list) -> Iterator[list]:
+def parts(values: list) -> Iterator[list]:
+    """Slices of at most BATCH values (SQLite limits the number of parameters)."""
     for start in range(0, len(values), BATCH):
         yield values[start : start + BATCH]
 
 
-def _marks(values: Sequence) -> str:
+def marks(values: Sequence) -> str:
+    """``?,?,…`` placeholders for the values."""
     return ",".join("?" * len(values))

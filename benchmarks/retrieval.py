@@ -1,0 +1,142 @@
+"""Evidence recall and latency of every retrieval method (VR, LR, DR, TR, and the no-weights ablation).
+
+    python -m benchmarks.retrieval                      # LiHua-World dev queries, fast-extractor graph
+    python -m benchmarks.retrieval --dataset 2wiki      # 2WikiMultihopQA dev questions
+
+LiHua-World: recall@k is the share of a query's evidence conversations among the documents of
+the top-k chunks (Null queries have no evidence and are left out), split by Single and Multi.
+2WikiMultihopQA: the share of a question's supporting passages among the top-k chunks' passages.
+Writes ``retrieval_<dataset>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import zipfile
+from collections.abc import Callable
+
+from edge_rag import Document, EdgeRAG
+
+from .common import (
+    LIHUA_ZIP,
+    ROOT,
+    SHARED,
+    document_timestamp,
+    lihua_queries,
+    markdown_table,
+    peak_rss_mb,
+    write_result,
+)
+
+INDEXES = ROOT / "benchmarks" / ".indexes"
+WIKI = SHARED / "2wikimultihopqa"
+METHODS = ("vector", "local", "dual", "topology")
+ABLATED = ("local", "dual", "topology")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    dataset = DATASETS[args.dataset]()
+    path = INDEXES / f"retrieval-{args.dataset}"
+    with EdgeRAG.open(path, extractor="fast", progress=not args.quiet) as rag:
+        start = time.perf_counter()
+        report = rag.insert(*dataset["documents"])
+        build = {"seconds": round(time.perf_counter() - start, 1), "added": len(report.added),
+                 "graph_seconds": round(report.graph.seconds, 1), **_stats(rag)}
+        truth = dataset["truth"](rag)
+    queries = dataset["queries"][: args.limit] if args.limit else dataset["queries"]
+    rows = {}
+    for method, weights in [(m, True) for m in METHODS] + [(m, False) for m in ABLATED]:
+        name = method if weights else f"{method} -weights"
+        with EdgeRAG.open(path, create=False, use_weights=weights) as rag:
+            rows[name] = _evaluate(rag, method, queries, truth, dataset["ks"])
+    result = {"dataset": args.dataset, "queries": len(queries), "build": build, "methods": rows,
+              "peak_rss_mb": round(peak_rss_mb(), 1)}
+    _print(result, dataset["ks"])
+    write_result(f"retrieval_{args.dataset}", result)
+    return 0
+
+
+def _evaluate(rag: EdgeRAG, method: str, queries: list[dict], truth: Callable, ks: tuple[int, ...]) -> dict:
+    hits: dict[str, dict[int, list[float]]] = {}
+    latencies = []
+    for query in queries:
+        start = time.perf_counter()
+        found = rag.retrieve(query["question"], method=method, top_k=max(ks))
+        latencies.append((time.perf_counter() - start) * 1000)
+        for kind in (query["type"], "All"):
+            for k in ks:
+                hits.setdefault(kind, {}).setdefault(k, []).append(truth(found.chunks[:k], query))
+    out = {kind: {"queries": len(v[ks[0]]), **{f"recall@{k}": round(statistics.mean(v[k]), 3) for k in ks}}
+           for kind, v in hits.items()}
+    latencies.sort()
+    out["latency_ms"] = {"p50": round(latencies[len(latencies) // 2], 1),
+                         "p95": round(latencies[int(len(latencies) * 0.95)], 1)}
+    return out
+
+
+# -- datasets ----------------------------------------------------------------------------------
+
+def _lihua() -> dict:
+    with zipfile.ZipFile(LIHUA_ZIP) as archive:
+        names = sorted(n for n in archive.namelist() if n.endswith(".txt"))
+        docs = [Document.from_text(archive.read(n).decode("utf-8"), f"{LIHUA_ZIP.name}/{n}") for n in names]
+    queries = [q for q in lihua_queries() if q["type"] != "Null" and q["evidence"]]
+
+    def truth(rag: EdgeRAG) -> Callable:
+        stamps = {d.id: document_timestamp(rag.store.document_chunks(d.id)[0].text) for d in rag.documents()}
+        return lambda chunks, query: len({stamps[c.doc_id] for c in chunks} & set(query["evidence"])) / len(
+            query["evidence"])
+
+    return {"documents": docs, "queries": queries, "truth": truth, "ks": (5, 10)}
+
+
+def _wiki() -> dict:
+    records = [json.loads(line) for line in (WIKI / "corpus.derived.jsonl").read_text("utf-8").splitlines()]
+    docs = [Document.from_text(f"{r['title']}\n{r['text']}", f"2wiki/{r['id']}", {"title": r["title"]})
+            for r in records]
+    title = {f"2wiki/{r['id']}": r["title"] for r in records}
+    raw = json.loads((WIKI / "queries.dev.json").read_text("utf-8"))
+    queries = [{"question": q["question"], "answer": q["answer"], "type": "Multi",
+                "evidence": sorted(set(q["supporting_facts"]))} for q in raw]
+
+    def truth(rag: EdgeRAG) -> Callable:
+        return lambda chunks, query: len({title[c.source] for c in chunks} & set(query["evidence"])) / len(
+            query["evidence"])
+
+    return {"documents": docs, "queries": queries, "truth": truth, "ks": (2, 5)}
+
+
+DATASETS = {"lihua": _lihua, "2wiki": _wiki}
+
+
+def _stats(rag: EdgeRAG) -> dict:
+    stats = rag.stats()
+    return {"documents": stats.documents, "chunks": stats.chunks, "entities": stats.entities,
+            "relations": stats.relations, "similar_edges": stats.similar_edges,
+            "total_bytes": stats.total_bytes}
+
+
+def _print(result: dict, ks: tuple[int, ...]) -> None:
+    kinds = [k for k in ("Single", "Multi", "All") if k in next(iter(result["methods"].values()))]
+    headers = ["method"] + [f"{kind} R@{k}" for kind in kinds for k in ks] + ["p50 ms", "p95 ms"]
+    rows = [[name] + [r[kind][f"recall@{k}"] for kind in kinds for k in ks]
+            + [r["latency_ms"]["p50"], r["latency_ms"]["p95"]] for name, r in result["methods"].items()]
+    print(markdown_table(headers, rows))
+    print(f"\n{result['queries']} queries; index: {result['build']}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
+    parser.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    return parser
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

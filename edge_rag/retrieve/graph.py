@@ -1,0 +1,183 @@
+"""What the graph retrievers share: entity and relation lookups, and G_index (graph → chunks).
+
+G_index(E, R) is the set of chunks linked to the entities E (``chunk_entities``) and the
+relations R (``relation_chunks``; a ``similar`` edge has no chunks of its own and brings its two
+entities' chunks). The paper leaves their order open; here a chunk is ranked by its graph
+support — the summed scores of the chosen entities and relations that link to it, divided by
+the largest such sum — plus its cosine similarity to the query, so that among the chunks of a
+busy entity (one person in every conversation) the ones about the question come first.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..store import VectorIndex
+from ..store.graph import marks, parts
+from .base import IndexView
+from .types import RetrievedChunk
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A graph node as retrieval returns it."""
+
+    id: int
+    name: str
+    type: str
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A graph edge: ``weight`` (ω_r) for structural, ``score`` (s_r) for similar edges."""
+
+    id: int
+    kind: str
+    source_id: int
+    target_id: int
+    weight: float | None
+    score: float | None
+    keywords: str = ""
+    description: str = ""
+    rank: float = 0.0
+
+    def other(self, entity_id: int) -> int:
+        """The endpoint that is not ``entity_id``."""
+        return self.target_id if self.source_id == entity_id else self.source_id
+
+    def unified_weight(self, use_weights: bool = True) -> float:
+        """w(r) of eq. 25: ω_r for structural, s_r for similar; 1 when weights are ablated."""
+        if not use_weights:
+            return 1.0
+        return float(self.weight if self.kind == "structural" else self.score)
+
+    def to_dict(self, names: dict[int, str]) -> dict:
+        """JSON-ready form with entity names."""
+        data = asdict(self)
+        data.update(source=names.get(self.source_id, ""), target=names.get(self.target_id, ""),
+                    rank=round(self.rank, 6))
+        return data
+
+
+class GraphReader:
+    """Read-only access to the graph of an open index."""
+
+    def __init__(self, view: IndexView, entity_vectors: VectorIndex, relation_vectors: VectorIndex) -> None:
+        self.view = view
+        self.conn = view.store.conn
+        self.entity_vectors = entity_vectors
+        self.relation_vectors = relation_vectors
+        self._names: list[str] | None = None
+
+    def search_entities(self, vector: np.ndarray, k: int) -> list[Entity]:
+        """Nodes whose names are nearest to ``vector`` (eq. 8's V(·) over entities), best first."""
+        keys, sims = self.entity_vectors.search(vector, 4 * k)
+        best: dict[int, float] = {}
+        for entity_id, sim in zip(self._entity_of_keys([int(x) for x in keys]), sims):
+            if entity_id is not None and entity_id not in best:
+                best[entity_id] = float(sim)
+        chosen = list(best.items())[:k]
+        found = self.entities([e for e, _ in chosen])
+        return [Entity(e, found[e].name, found[e].type, s) for e, s in chosen if e in found]
+
+    def search_relations(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(relation id, cosine) of the structural relations nearest to ``vector``."""
+        keys, sims = self.relation_vectors.search(vector, k)
+        return [(int(key), float(sim)) for key, sim in zip(keys, sims)]
+
+    def relation_similarity(self, vector: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+        """cos(q, v_r) of structural relations that have a vector."""
+        return self._similarity("relations", vector, list(ids))
+
+    def names(self) -> list[str]:
+        """Every entity name (node names and their aliases' spellings), loaded once."""
+        if self._names is None:
+            rows = self.conn.execute("SELECT name FROM entity_keys WHERE entity_id IS NOT NULL")
+            self._names = sorted({row[0] for row in rows})
+        return self._names
+
+    def entities(self, ids: Iterable[int]) -> dict[int, Entity]:
+        """Nodes by id."""
+        out = {}
+        for part in parts(sorted(set(ids))):
+            rows = self.conn.execute(f"SELECT id, name, type FROM entities WHERE id IN ({marks(part)})",
+                                     part)
+            out.update((row[0], Entity(*row)) for row in rows)
+        return out
+
+    def relations(self, ids: Iterable[int]) -> dict[int, Relation]:
+        """Relations by id."""
+        return {r.id: r for r in self._relations("id IN ({marks})", sorted(set(ids)))}
+
+    def one_hop(self, entity_ids: Iterable[int]) -> list[Relation]:
+        """Every relation touching one of the entities (eq. 9's G_1-hop)."""
+        ids = sorted(set(entity_ids))
+        found = {r.id: r for r in self._relations("source_id IN ({marks})", ids)}
+        found.update((r.id, r) for r in self._relations("target_id IN ({marks})", ids))
+        return sorted(found.values(), key=lambda r: r.id)
+
+    def chunks(self, question_vector: np.ndarray, entity_scores: dict[int, float],
+               relation_scores: dict[int, float], similar: Sequence[Relation],
+               top_k: int) -> list[RetrievedChunk]:
+        """G_index(E, R): chunks linked to the chosen entities and relations, ranked (see module)."""
+        support: dict[int, float] = defaultdict(float)
+        for chunk_id, entity_id in self._links("chunk_entities", "entity_id", entity_scores):
+            support[chunk_id] += entity_scores[entity_id]
+        for chunk_id, relation_id in self._links("relation_chunks", "relation_id", relation_scores):
+            support[chunk_id] += relation_scores[relation_id]
+        ends = {e: relation_scores.get(r.id, 0.0) for r in similar for e in (r.source_id, r.target_id)}
+        for chunk_id, entity_id in self._links("chunk_entities", "entity_id", ends):
+            support[chunk_id] += ends[entity_id]
+        return self._rank(question_vector, support, top_k)
+
+    def _rank(self, question_vector: np.ndarray, support: dict[int, float],
+              top_k: int) -> list[RetrievedChunk]:
+        if not support:
+            return []
+        ids = sorted(support)
+        top = max(support.values()) or 1.0
+        similarity = self._similarity("chunks", question_vector, ids)
+        scored = sorted(((support[c] / top + similarity.get(c, 0.0), c) for c in ids), reverse=True)
+        records = self.view.store.chunks([c for _, c in scored[: top_k]])
+        return [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
+                for s, c in scored[:top_k] if c in records]
+
+    def _similarity(self, table: str, vector: np.ndarray, ids: list[int]) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for part in parts(ids):
+            rows = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
+                                     f"id IN ({marks(part)})", part).fetchall()
+            if rows:
+                matrix = np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows]).astype(np.float32)
+                out.update(zip((r[0] for r in rows), (matrix @ vector.astype(np.float32)).tolist()))
+        return out
+
+    def _links(self, table: str, column: str, wanted: dict[int, float]) -> list[tuple[int, int]]:
+        out = []
+        for part in parts(sorted(wanted)):
+            rows = self.conn.execute(f"SELECT chunk_id, {column} FROM {table} WHERE {column} IN "
+                                     f"({marks(part)})", part)
+            out.extend(rows.fetchall())
+        return out
+
+    def _relations(self, where: str, ids: list[int]) -> list[Relation]:
+        out = []
+        for part in parts(ids):
+            rows = self.conn.execute(
+                "SELECT id, kind, source_id, target_id, weight, score, keywords, description "
+                f"FROM relations WHERE {where.format(marks=marks(part))}", part)
+            out.extend(Relation(*row) for row in rows)
+        return out
+
+    def _entity_of_keys(self, key_ids: list[int]) -> list[int | None]:
+        found: dict[int, int] = {}
+        for part in parts(sorted(set(key_ids))):
+            rows = self.conn.execute(
+                f"SELECT id, entity_id FROM entity_keys WHERE id IN ({marks(part)})", part)
+            found.update(rows.fetchall())
+        return [found.get(k) for k in key_ids]

@@ -1,0 +1,128 @@
+"""Topology-enhanced retrieval (TR, eqs. 18–29): anchors, k-hop paths, S = S_R + S_E, top-k.
+
+Interpretations of the paper, where it leaves room:
+
+- K_e are the query's low-level terms (rules: name spans, dates, times, graph names matched
+  with rapidfuzz); E^e (eq. 19) is the nearest entity of each, or of the question when there is
+  none. K_a are answer types from the question word; E^a (eq. 20) are the entities of those
+  types *within the k-hop neighbourhood* of E^e — a corpus-wide type match would make every
+  time or person an anchor. So the expansion of eq. 21 starts from E^e.
+- The expansion keeps, per hop, the ``BEAM`` frontier entities with the best path weight: a
+  person in every conversation would otherwise bring the whole graph within two hops.
+- S_R (eqs. 22–25), with E^e as "the query entity" (head e_h): a structural relation touching
+  E^e scores ω_r (eq. 22). A similar edge from e_h to e_t scores s_r times the mean unified
+  weight w(r') of e_t's other relations, or, when e_t has none, of e_h's other relations
+  (eq. 23; "relationship scores" read as w of eq. 25, so both branches average one scale).
+  A relation h hops away scores the best product of w along a path from E^e (eq. 24 and its
+  recursive extension).
+- S_E (eq. 26) counts r's endpoints in E^e plus those in E^a (0–4).
+- With ``use_weights=False`` every w(r) is 1, so S_R is 1 and the ranking rests on the counts
+  S_E, as the paper's "-Weights" ablation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .base import timed
+from .dual import nearest_entities, query_keywords
+from .graph import GraphReader, Relation
+from .local import describe
+from .types import Retrieval
+
+BEAM = 32
+
+
+class TopologyRetriever:
+    """C_TR = G_index(Top-k(E_TR, R_TR; S_R + S_E))."""
+
+    name = "topology"
+
+    def __init__(self, graph: GraphReader) -> None:
+        self.graph = graph
+        self.settings = graph.view.settings
+
+    def retrieve(self, question: str, top_k: int) -> Retrieval:
+        """Anchor entities, scored paths around them, and the chunks of the best relations."""
+        result = Retrieval(question, self.name)
+        embedder = self.graph.view.embedder
+        with timed(result.timings_ms, "keywords"):
+            keywords = query_keywords(self.graph, question)
+        with timed(result.timings_ms, "embed"):
+            query = embedder.embed_one(question)
+            terms = embedder.embed(keywords.low) if keywords.low else query[None, :]
+        with timed(result.timings_ms, "entities"):
+            anchors = nearest_entities(self.graph, terms, max(1, len(terms)))
+        with timed(result.timings_ms, "paths"):
+            scored = score_relations(self.graph, {e.id for e in anchors}, keywords.answer_types,
+                                     self.settings.tr_hops, self.settings.use_weights)
+            chosen = sorted(scored, key=lambda r: (-r.rank, r.id))[: self.settings.graph_relations]
+        with timed(result.timings_ms, "chunks"):
+            entity_scores = {e.id: e.score for e in anchors}
+            result.chunks = self.graph.chunks(query, entity_scores, {r.id: r.rank for r in chosen},
+                                              [r for r in chosen if r.kind == "similar"], top_k)
+        return describe(result, self.graph, anchors, chosen)
+
+
+def score_relations(graph: GraphReader, anchors: set[int], types: tuple[str, ...], hops: int,
+                    use_weights: bool) -> list[Relation]:
+    """Every relation within ``hops`` of the anchors with rank S(r) = S_R(r) + S_E(r)."""
+    relations, path, direct = expand(graph, anchors, hops, use_weights)
+    endpoints = {i for r in relations.values() for i in (r.source_id, r.target_id)}
+    answers = {e.id for e in graph.entities(endpoints).values() if e.type in types} - anchors
+    out = []
+    for relation in relations.values():
+        ends = (relation.source_id, relation.target_id)
+        s_r = relation_score(graph, relation, anchors, use_weights) if relation.id in direct \
+            else path[relation.id]
+        s_e = sum(i in anchors for i in ends) + sum(i in answers for i in ends)
+        out.append(replace(relation, rank=s_r + s_e))
+    return out
+
+
+def expand(graph: GraphReader, anchors: set[int], hops: int,
+           use_weights: bool) -> tuple[dict[int, Relation], dict[int, float], set[int]]:
+    """R_TR (eq. 21): relations within ``hops`` of the anchors, the best path product of w to
+    each (eq. 24), and the ids of the relations that touch an anchor."""
+    first = graph.one_hop(anchors)
+    relations = {r.id: r for r in first}
+    path = {r.id: r.unified_weight(use_weights) for r in first}
+    reach = _reach(first, anchors, path)
+    seen = set(anchors)
+    for _ in range(hops - 1):
+        frontier = set(sorted(set(reach) - seen, key=lambda e: (-reach[e], e))[:BEAM])
+        seen |= frontier
+        step: dict[int, float] = {}
+        for relation in graph.one_hop(frontier):
+            if relation.id in relations and relation.id in {r.id for r in first}:
+                continue
+            for end in {relation.source_id, relation.target_id} & frontier:
+                value = reach[end] * relation.unified_weight(use_weights)
+                if value > path.get(relation.id, 0.0):
+                    relations[relation.id], path[relation.id] = relation, value
+                other = relation.other(end)
+                step[other] = max(step.get(other, 0.0), value)
+        reach.update({e: v for e, v in step.items() if v > reach.get(e, 0.0)})
+    return relations, path, {r.id for r in first}
+
+
+def relation_score(graph: GraphReader, relation: Relation, anchors: set[int], use_weights: bool) -> float:
+    """S_R of a relation touching an anchor: eq. 22 (structural) or eq. 23 (similar)."""
+    if relation.kind == "structural" or not use_weights:
+        return relation.unified_weight(use_weights)
+    head = relation.source_id if relation.source_id in anchors else relation.target_id
+    tail = relation.other(head)
+    for end in (tail, head):
+        others = [r for r in graph.one_hop([end]) if r.id != relation.id]
+        if others:
+            return relation.unified_weight() * sum(r.unified_weight() for r in others) / len(others)
+    return relation.unified_weight()
+
+
+def _reach(relations: list[Relation], anchors: set[int], path: dict[int, float]) -> dict[int, float]:
+    reach = {a: 1.0 for a in anchors}
+    for relation in relations:
+        for end in (relation.source_id, relation.target_id):
+            if end not in anchors:
+                reach[end] = max(reach.get(end, 0.0), path[relation.id])
+    return reach
