@@ -89,3 +89,19 @@ def test_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, model_folder):
     capsys.readouterr()
     assert main(["graph", "--index", str(tmp_path / "i"), "--around", "Nobody"]) == 1
     assert "no entity named 'Nobody'" in capsys.readouterr().err
+
+
+def test_graph_png_names_the_extra_it_needs(tmp_path, capsys, model_folder):
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("matplotlib is installed: the PNG is drawn instead")
+    (tmp_path / "note.txt").write_text("LiHua: Adam fixed the heating.\n")
+    index = str(tmp_path / "i")
+    assert main(["index", str(tmp_path / "note.txt"), "--index", index, "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["graph", "--index", index, "--around", "LiHua", "--png", str(tmp_path / "g.png"),
+                 "--output", str(tmp_path / "g.json")]) == 1
+    assert "pip install 'edge-rag[bench]'" in capsys.readouterr().err

@@ -189,3 +189,20 @@ def test_slm_extraction_parses_and_is_cached(tmp_path: Path, model_folder, slm) 
         assert rag.stats().entities == 0
         again = rag.insert_text(CRAFTED["c.txt"], source="c")
         assert again.graph.extracted == 0 and again.graph.cached == 1
+
+
+def test_a_version_1_index_is_migrated_and_its_chunks_join_the_graph(tmp_path: Path, model_folder) -> None:
+    import sqlite3
+
+    with EdgeRAG.open(tmp_path / "index", progress=False, extractor="none") as rag:
+        rag.insert_text(CRAFTED["a.txt"], source="a")
+    with sqlite3.connect(tmp_path / "index" / "index.sqlite") as db:  # what version 1 wrote
+        for table in ("entity_mentions", "relation_mentions", "chunk_graph", "extractions", "entity_keys"):
+            db.execute(f"DROP TABLE {table}")
+        db.execute("UPDATE manifest SET value = '1' WHERE key = 'schema_version'")
+        db.execute("UPDATE manifest SET value = json_remove(value, '$.extractor') WHERE key = 'index_settings'")
+    with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
+        assert rag.stats().schema_version == "2" and len(rag.documents()) == 1
+        report = rag.insert_text(CRAFTED["b.txt"], source="b")
+        assert report.graph.chunks == 2  # the old chunk and the new one
+        assert rag.stats().chunks_in_graph == rag.stats().chunks == 2
