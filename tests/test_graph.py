@@ -200,7 +200,8 @@ def test_a_version_1_index_is_migrated_and_its_chunks_join_the_graph(tmp_path: P
         for table in ("entity_mentions", "relation_mentions", "chunk_graph", "extractions", "entity_keys"):
             db.execute(f"DROP TABLE {table}")
         db.execute("UPDATE manifest SET value = '1' WHERE key = 'schema_version'")
-        db.execute("UPDATE manifest SET value = json_remove(value, '$.extractor') WHERE key = 'index_settings'")
+        db.execute("UPDATE manifest SET value = json_remove(value, '$.extractor') "
+                   "WHERE key = 'index_settings'")
     with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
         assert rag.stats().schema_version == "2" and len(rag.documents()) == 1
         report = rag.insert_text(CRAFTED["b.txt"], source="b")
