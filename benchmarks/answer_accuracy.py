@@ -76,27 +76,27 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     folder = Path(args.index) / "lihua-world"
     queries = stratified(lihua_queries(), args.limit)
-    cache_path = RESULTS / "cache" / f"answers-{args.slm}-{args.method}-p{PROMPT_VERSION}.jsonl"
+    method = args.method + ("" if args.use_weights else "-noweights")
+    cache_path = RESULTS / "cache" / f"answers-{args.slm}-{method}-p{PROMPT_VERSION}.jsonl"
     cache = _load_cache(cache_path)
     cached = sum(q["id"] in cache for q in queries)
-    with EdgeRAG.open(folder, slm=args.slm, progress=True) as rag:
-        if not rag.documents():
-            rag.insert(LIHUA_ZIP)
+    with EdgeRAG.open(folder, slm=args.slm, progress=True, use_weights=args.use_weights) as rag:
+        rag.insert(LIHUA_ZIP)  # a no-op once indexed; completes the graph of an older index
         rows = [_answer(rag, q, args.method, cache, cache_path) for q in queries]
     summary = _summary(rows)
     headers = ["type", "queries", "accuracy", "token_f1", "retrieve_ms", "prefill_ms", "decode_ms"]
     print(markdown_table(headers, [[t, *(s[h] for h in headers[1:])] for t, s in summary.items()]))
     # Peak RSS means something only when this run loaded the SLM (not every answer cached).
-    payload = {"slm": args.slm, "method": args.method, "limit": args.limit, "summary": summary,
+    payload = {"slm": args.slm, "method": method, "limit": args.limit, "summary": summary,
                "answers_from_cache": cached, "peak_rss_mb": round(peak_rss_mb(), 1), "answers": rows}
-    print(f"wrote {write_result(f'answer_accuracy_{args.slm}_{args.method}', payload)}")
+    print(f"wrote {write_result(f'answer_accuracy_{args.slm}_{method}', payload)}")
     return 0
 
 
 def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Path) -> dict:
     if query["id"] not in cache:
         answer = rag.ask(query["question"], method=method)
-        retrieve = sum(v for k, v in answer.timings.items() if k in {"embed", "search", "fetch"})
+        retrieve = sum(answer.retrieval.timings_ms.values()) if answer.retrieval else 0.0
         cache[query["id"]] = {"id": query["id"], "answer": answer.text,
                               "retrieve_ms": round(retrieve, 1),
                               "prefill_ms": round(answer.timings.get("prefill", 0.0), 1),
@@ -137,6 +137,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="exported SLM folder name")
     parser.add_argument("--method", default="vector", help="retrieval method")
     parser.add_argument("--limit", type=int, default=None, help="type-stratified subset size")
+    parser.add_argument("--no-weights", dest="use_weights", action="store_false",
+                        help="the -Weights ablation (use_weights=false)")
     parser.add_argument("--index", default=str(RESULTS.parent / ".indexes"),
                         help="folder for reusable benchmark indexes")
     return parser

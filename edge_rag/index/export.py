@@ -119,24 +119,24 @@ def draw_neighbourhood(data: dict[str, Any], centre: str, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise MissingExtra("drawing the graph needs matplotlib: pip install 'edge-rag[bench]'") from None
-    position = _ring_layout(data, centre)
+    start, position = _ring_layout(data, centre)
     figure, axes = plt.subplots(figsize=(10, 10))
     for edge in data["edges"]:
         (x1, y1), (x2, y2) = position[edge["source"]], position[edge["target"]]
         style = dict(color="tab:orange", linestyle="--") if edge["kind"] == "similar" else dict(color="grey")
         axes.plot([x1, x2], [y1, y2], linewidth=0.6, alpha=0.6, **style)
     for name, (x, y) in position.items():
-        axes.scatter([x], [y], s=40, color="tab:red" if name == centre else "tab:blue", zorder=3)
+        axes.scatter([x], [y], s=40, color="tab:red" if name == start else "tab:blue", zorder=3)
         axes.annotate(name, (x, y), fontsize=7, zorder=4)
     axes.set_axis_off()
-    axes.set_title(f"{centre}: {len(data['nodes'])} entities, {len(data['edges'])} edges")
+    axes.set_title(f"{start}: {len(data['nodes'])} entities, {len(data['edges'])} edges")
     figure.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(figure)
 
 
-def _ring_layout(data: dict[str, Any], centre: str) -> dict[str, tuple[float, float]]:
+def _ring_layout(data: dict[str, Any], centre: str) -> tuple[str, dict[str, tuple[float, float]]]:
     names = [n["name"] for n in data["nodes"]]
-    start = next((n for n in names if entity_key(n) == entity_key(centre)), names[0])
+    start = next((n["name"] for n in data["nodes"] if entity_key(centre) in n["aliases"]), names[0])
     near = sorted({e["source"] if e["target"] == start else e["target"] for e in data["edges"]
                    if start in (e["source"], e["target"])} - {start})
     far = sorted(set(names) - set(near) - {start})
@@ -145,4 +145,4 @@ def _ring_layout(data: dict[str, Any], centre: str) -> dict[str, tuple[float, fl
         for i, name in enumerate(members):
             angle = 2 * math.pi * i / max(1, len(members))
             position[name] = (ring * math.cos(angle), ring * math.sin(angle))
-    return position
+    return start, position
