@@ -91,17 +91,21 @@ def test_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, model_folder):
     assert "no entity named 'Nobody'" in capsys.readouterr().err
 
 
-def test_graph_png_names_the_extra_it_needs(tmp_path, capsys, model_folder):
+def test_graph_png_draws_or_names_the_extra_it_needs(tmp_path, capsys, model_folder):
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        pass
+        drawing = False
     else:
-        pytest.skip("matplotlib is installed: the PNG is drawn instead")
+        drawing = True
     (tmp_path / "note.txt").write_text("LiHua: Adam fixed the heating.\n")
     index = str(tmp_path / "i")
     assert main(["index", str(tmp_path / "note.txt"), "--index", index, "--no-progress"]) == 0
     capsys.readouterr()
-    assert main(["graph", "--index", index, "--around", "LiHua", "--png", str(tmp_path / "g.png"),
-                 "--output", str(tmp_path / "g.json")]) == 1
-    assert "pip install 'edge-rag[bench]'" in capsys.readouterr().err
+    png = tmp_path / "g.png"
+    code = main(["graph", "--index", index, "--around", "Li Hua", "--png", str(png),
+                 "--output", str(tmp_path / "g.json")])
+    if drawing:
+        assert code == 0 and png.read_bytes().startswith(b"\x89PNG")
+    else:
+        assert code == 1 and "pip install 'edge-rag[bench]'" in capsys.readouterr().err
