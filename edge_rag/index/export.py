@@ -10,6 +10,7 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import MissingExtra, NoSuchEntity
+from .aggregate import compact
 from .mentions import entity_key
 
 NODE_FIELDS = ("type", "description", "aliases", "chunks")
@@ -42,8 +43,13 @@ def graphml(data: dict[str, Any]) -> str:
 
 
 def _find(conn: sqlite3.Connection, name: str) -> int:
+    """The node named ``name``, exactly or in another spelling ("Li Hua" finds "LiHua")."""
     row = conn.execute("SELECT entity_id FROM entity_keys WHERE key = ? AND entity_id IS NOT NULL",
                        (entity_key(name),)).fetchone()
+    if row is None:
+        wanted = compact(name)
+        rows = conn.execute("SELECT key, entity_id FROM entity_keys WHERE entity_id IS NOT NULL")
+        row = next(((e,) for k, e in rows if compact(k) == wanted), None)
     if row is None:
         raise NoSuchEntity(f"no entity named {name!r} in the graph")
     return int(row[0])
@@ -136,7 +142,8 @@ def draw_neighbourhood(data: dict[str, Any], centre: str, path: Path) -> None:
 
 def _ring_layout(data: dict[str, Any], centre: str) -> tuple[str, dict[str, tuple[float, float]]]:
     names = [n["name"] for n in data["nodes"]]
-    start = next((n["name"] for n in data["nodes"] if entity_key(centre) in n["aliases"]), names[0])
+    start = next((n["name"] for n in data["nodes"] if compact(centre) in map(compact, n["aliases"])),
+                 names[0])
     near = sorted({e["source"] if e["target"] == start else e["target"] for e in data["edges"]
                    if start in (e["source"], e["target"])} - {start})
     far = sorted(set(names) - set(near) - {start})
