@@ -57,6 +57,7 @@ class Settings:
     graph_relations: int = 10
     lr_alpha: float = 0.7
     tr_hops: int = 2
+    graph_support_weight: float = 0.25
     use_weights: bool = True
     keyword_extractor: str = "rules"
     progress: bool = True
@@ -86,6 +87,7 @@ class Settings:
         _check(self.graph_entities >= 1 and self.graph_relations >= 1,
                "graph_entities and graph_relations must be at least 1")
         _check(1 <= self.tr_hops <= 3, "tr_hops must be 1, 2 or 3")
+        _check(self.graph_support_weight >= 0, "graph_support_weight must be >= 0")
         _check(self.keyword_extractor in ("rules", "slm"), "keyword_extractor must be rules or slm")
         for name in ("aggregate_tau", "aggregate_lambda", "aggregate_delta", "aggregate_merge", "lr_alpha"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be within [0, 1]")

@@ -4,7 +4,7 @@ G_index(E, R) is the set of chunks linked to the entities E (``chunk_entities``)
 relations R (``relation_chunks``; a ``similar`` edge has no chunks of its own and brings its two
 entities' chunks). The paper leaves their order open; here a chunk is ranked by its graph
 support — the summed scores of the chosen entities and relations that link to it, divided by
-the largest such sum — plus its cosine similarity to the query, so that among the chunks of a
+the largest such sum, times ``graph_support_weight`` — plus its cosine similarity to the query, so that among the chunks of a
 busy entity (one person in every conversation) the ones about the question come first.
 """
 
@@ -141,8 +141,9 @@ class GraphReader:
             return []
         ids = sorted(support)
         top = max(support.values()) or 1.0
+        beta = self.view.settings.graph_support_weight
         similarity = self._similarity("chunks", question_vector, ids)
-        scored = sorted(((support[c] / top + similarity.get(c, 0.0), c) for c in ids), reverse=True)
+        scored = sorted(((beta * support[c] / top + similarity.get(c, 0.0), c) for c in ids), reverse=True)
         records = self.view.store.chunks([c for _, c in scored[: top_k]])
         return [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
                 for s, c in scored[:top_k] if c in records]
