@@ -126,7 +126,7 @@ class EdgeRAG:
     def delete(self, doc_id: str) -> int:
         """Delete a document, its chunks and vectors; returns how many chunks went."""
         with WriteLock(self.directory):
-            return self._indexer().delete(doc_id)
+            return self._indexer(extract=False).delete(doc_id)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -187,17 +187,19 @@ class EdgeRAG:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _indexer(self) -> Indexer:
+    def _indexer(self, extract: bool = True) -> Indexer:
         vectors = self._new_vector_index().open(writable=True)
         self._readers.clear()  # readers reload the files this writer saves
         chunker = Chunker(self.embedder.tokenizer, self.settings.chunk_tokens,
                           self.settings.chunk_overlap)
         return Indexer(self.store, vectors, self.embedder, chunker, self.settings.vector_save_every,
-                       self._graph_builder())
+                       self._graph_builder(extract))
 
-    def _graph_builder(self) -> GraphBuilder:
+    def _graph_builder(self, extract: bool) -> GraphBuilder:
+        # Deleting re-derives the graph from mentions and never needs the extractor (nor the SLM).
         settings = self.settings
-        extractor = make_extractor(settings, self.slm if settings.extractor == "slm" else None)
+        slm = self.slm if extract and settings.extractor == "slm" else None
+        extractor = make_extractor(settings, slm) if extract else None
         params = AggregationParams(settings.aggregate_tau, settings.aggregate_lambda,
                                    settings.aggregate_delta, settings.aggregate_merge)
         entity = self._new_vector_index("entity").open(writable=True)

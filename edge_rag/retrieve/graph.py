@@ -4,8 +4,9 @@ G_index(E, R) is the set of chunks linked to the entities E (``chunk_entities``)
 relations R (``relation_chunks``; a ``similar`` edge has no chunks of its own and brings its two
 entities' chunks). The paper leaves their order open; here a chunk is ranked by its graph
 support — the summed scores of the chosen entities and relations that link to it, divided by
-the largest such sum, times ``graph_support_weight`` — plus its cosine similarity to the query, so that among the chunks of a
-busy entity (one person in every conversation) the ones about the question come first.
+the largest such sum, times ``graph_support_weight`` — plus its cosine similarity to the query,
+so that among the chunks of a busy entity (one person in every conversation) the ones about the
+question come first.
 """
 
 from __future__ import annotations
