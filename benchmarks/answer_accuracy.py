@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     # Peak RSS means something only when this run loaded the SLM (not every answer cached).
     payload = {"slm": args.slm, "method": method, "limit": args.limit, "summary": summary,
                "answers_from_cache": cached, "peak_rss_mb": round(peak_rss_mb(), 1), "answers": rows}
-    print(f"wrote {write_result(f'answer_accuracy_{args.slm}_{method}', payload)}")
+    suffix = f"_limit{args.limit}" if args.limit else ""
+    print(f"wrote {write_result(f'answer_accuracy_{args.slm}_{method}{suffix}', payload)}")
     return 0
 
 
