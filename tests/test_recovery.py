@@ -20,10 +20,10 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def _documents_committed(index) -> int:
+def _committed(index, table: str = "documents") -> int:
     try:
         with sqlite3.connect(f"file:{index / 'index.sqlite'}?mode=ro", uri=True, timeout=5) as db:
-            return db.execute("SELECT count(*) FROM documents").fetchone()[0]
+            return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     except sqlite3.Error:
         return 0
 
@@ -40,12 +40,12 @@ def _assert_consistent(rag: EdgeRAG) -> None:
 def _kill_writer_after(index, folder, committed: int) -> int:
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(index), str(folder)])
     deadline = time.monotonic() + 300
-    while _documents_committed(index) < committed and writer.poll() is None:
+    while _committed(index) < committed and writer.poll() is None:
         assert time.monotonic() < deadline, "writer made no progress"
         time.sleep(0.02)
     writer.send_signal(signal.SIGKILL)
     writer.wait()
-    return _documents_committed(index)
+    return _committed(index)
 
 
 @pytest.mark.slow
@@ -118,20 +118,12 @@ GRAPH_WRITER = textwrap.dedent("""
 """)
 
 
-def _chunks_in_graph(index) -> int:
-    try:
-        with sqlite3.connect(f"file:{index / 'index.sqlite'}?mode=ro", uri=True, timeout=5) as db:
-            return db.execute("SELECT count(*) FROM chunk_graph").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
 @pytest.mark.slow
 def test_sigkill_mid_graph_build_resumes_to_the_same_graph(tmp_path, lihua_dir, lihua_index):
     index = tmp_path / "index"
     writer = subprocess.Popen([sys.executable, "-c", GRAPH_WRITER, str(index), str(lihua_dir)])
     deadline = time.monotonic() + 300
-    while _chunks_in_graph(index) < 8 and writer.poll() is None:
+    while _committed(index, "chunk_graph") < 8 and writer.poll() is None:
         assert time.monotonic() < deadline, "writer made no progress"
         time.sleep(0.02)
     writer.send_signal(signal.SIGKILL)
