@@ -1,11 +1,13 @@
-"""Answer accuracy with the SLM on LiHua-World dev queries (normalised containment).
+"""Answer accuracy with the SLM on LiHua-World or 2WikiMultihopQA dev queries.
 
-    python -m benchmarks.answer_accuracy [--slm qwen2.5-coder-0.5b-int8] [--method vector]
-                                         [--limit N] [--index DIR]
+    python -m benchmarks.answer_accuracy [--dataset lihua|2wiki] [--slm qwen2.5-coder-0.5b-int8]
+                                         [--method vector] [--limit N] [--index DIR]
 
-A query is right when its normalised gold answer is contained in the normalised answer; a
-Null query is right when the answer says the information is missing. Answers are cached in
-benchmarks/results/cache/ keyed by query, method, model and settings, so reruns are cheap.
+A query is right when its normalised gold answer (or, on 2Wiki, one of its aliases) is contained
+in the normalised answer; a Null query is right when the answer says the information is missing.
+Token F1 and exact match (after dropping citations like "[1]") are the HotpotQA measures. Answers
+are cached in benchmarks/results/cache/ keyed by query, method, model and prompt version, so
+reruns are cheap.
 """
 
 from __future__ import annotations
@@ -20,11 +22,22 @@ from pathlib import Path
 from edge_rag import EdgeRAG
 from edge_rag.prompts import PROMPT_VERSION
 
-from .common import LIHUA_ZIP, RESULTS, lihua_queries, markdown_table, peak_rss_mb, write_result
+from .common import (
+    LIHUA_ZIP,
+    RESULTS,
+    lihua_queries,
+    markdown_table,
+    peak_rss_mb,
+    wiki_documents,
+    wiki_queries,
+    write_result,
+)
 
 MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|specif|say|include)"
                      r"|no (?:information|mention)|does not (?:say|state)|cannot (?:be )?(?:determin|answer)"
                      r"|unknown|not (?:available|known)")
+
+CITATION = re.compile(r"\[\d+(?:,\s*\d+)*\]")
 
 
 def normalise(text: str) -> str:
@@ -42,6 +55,11 @@ def is_correct(answer: str, gold: str, kind: str) -> bool:
     if kind == "Null":
         return MISSING.search(answer.lower()) is not None
     return _compact(gold) in _compact(answer)
+
+
+def exact_match(answer: str, gold: str) -> bool:
+    """Normalised equality once citations like "[1]" are dropped."""
+    return normalise(CITATION.sub("", answer)) == normalise(gold)
 
 
 def token_f1(answer: str, gold: str) -> float:
@@ -64,7 +82,8 @@ def stratified(queries: list[dict], limit: int | None) -> list[dict]:
         return queries
     chosen = []
     for kind in sorted({q["type"] for q in queries}):
-        group = sorted((q for q in queries if q["type"] == kind), key=lambda q: int(q["id"]))
+        # Length first: numeric ids in numeric order, hex ids in a fixed order.
+        group = sorted((q for q in queries if q["type"] == kind), key=lambda q: (len(q["id"]), q["id"]))
         share = max(1, round(limit * len(group) / len(queries)))
         step = len(group) / share
         chosen += [group[int(i * step)] for i in range(share)]
@@ -74,23 +93,27 @@ def stratified(queries: list[dict], limit: int | None) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     """Answer the dev queries, print accuracy per type, write JSON."""
     args = _parser().parse_args(argv)
-    folder = Path(args.index) / "lihua-world"
-    queries = stratified(lihua_queries(), args.limit)
+    folder, sources, all_queries = DATASETS[args.dataset]()
+    queries = stratified(all_queries, args.limit)
     method = args.method + ("" if args.use_weights else "-noweights")
-    cache_path = RESULTS / "cache" / f"answers-{args.slm}-{method}-p{PROMPT_VERSION}.jsonl"
+    tag = "" if args.dataset == "lihua" else f"{args.dataset}-"
+    cache_path = RESULTS / "cache" / f"answers-{tag}{args.slm}-{method}-p{PROMPT_VERSION}.jsonl"
     cache = _load_cache(cache_path)
     cached = sum(q["id"] in cache for q in queries)
-    with EdgeRAG.open(folder, slm=args.slm, progress=True, use_weights=args.use_weights) as rag:
-        rag.insert(LIHUA_ZIP)  # a no-op once indexed; completes the graph of an older index
+    with EdgeRAG.open(Path(args.index) / folder, slm=args.slm, progress=True,
+                      use_weights=args.use_weights) as rag:
+        rag.insert(*sources)  # a no-op once indexed; completes the graph of an older index
         rows = [_answer(rag, q, args.method, cache, cache_path) for q in queries]
     summary = _summary(rows)
-    headers = ["type", "queries", "accuracy", "token_f1", "retrieve_ms", "prefill_ms", "decode_ms"]
+    headers = ["type", "queries", "accuracy", "exact_match", "token_f1", "retrieve_ms", "prefill_ms",
+               "decode_ms"]
     print(markdown_table(headers, [[t, *(s[h] for h in headers[1:])] for t, s in summary.items()]))
     # Peak RSS means something only when this run loaded the SLM (not every answer cached).
-    payload = {"slm": args.slm, "method": method, "limit": args.limit, "summary": summary,
-               "answers_from_cache": cached, "peak_rss_mb": round(peak_rss_mb(), 1), "answers": rows}
+    payload = {"dataset": args.dataset, "slm": args.slm, "method": method, "limit": args.limit,
+               "summary": summary, "answers_from_cache": cached,
+               "peak_rss_mb": round(peak_rss_mb(), 1), "answers": rows}
     suffix = f"_limit{args.limit}" if args.limit else ""
-    print(f"wrote {write_result(f'answer_accuracy_{args.slm}_{method}{suffix}', payload)}")
+    print(f"wrote {write_result(f'answer_accuracy_{tag}{args.slm}_{method}{suffix}', payload)}")
     return 0
 
 
@@ -107,9 +130,11 @@ def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Pat
         print(f"[{time.strftime('%H:%M:%S')}] {query['id']} {query['type']}: {answer.text[:80]!r}",
               flush=True)
     row = dict(cache[query["id"]])
+    golds = query.get("aliases", [query["answer"]])
     row.update(type=query["type"], gold=query["answer"],
-               correct=is_correct(row["answer"], query["answer"], query["type"]),
-               f1=round(token_f1(row["answer"], query["answer"]), 4))
+               correct=any(is_correct(row["answer"], g, query["type"]) for g in golds),
+               exact=any(exact_match(row["answer"], g) for g in golds),
+               f1=round(max(token_f1(row["answer"], g) for g in golds), 4))
     return row
 
 
@@ -120,10 +145,23 @@ def _summary(rows: list[dict]) -> dict:
         if group:
             out[kind] = {"queries": len(group),
                          "accuracy": round(sum(r["correct"] for r in group) / len(group), 4),
+                         "exact_match": round(sum(r["exact"] for r in group) / len(group), 4),
                          "token_f1": round(sum(r["f1"] for r in group) / len(group), 4),
                          **{k: round(sum(r[k] for r in group) / len(group), 1)
                             for k in ("retrieve_ms", "prefill_ms", "decode_ms")}}
     return out
+
+
+def _lihua() -> tuple[str, list, list[dict]]:
+    return "lihua-world", [LIHUA_ZIP], lihua_queries()
+
+
+def _wiki() -> tuple[str, list, list[dict]]:
+    # The retrieval benchmark builds the same index; either one reuses the other's.
+    return "retrieval-2wiki", wiki_documents(), wiki_queries()
+
+
+DATASETS = {"lihua": _lihua, "2wiki": _wiki}
 
 
 def _load_cache(path: Path) -> dict:
@@ -135,6 +173,7 @@ def _load_cache(path: Path) -> dict:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
     parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="exported SLM folder name")
     parser.add_argument("--method", default="vector", help="retrieval method")
     parser.add_argument("--limit", type=int, default=None, help="type-stratified subset size")

@@ -16,6 +16,7 @@ SHARED = ROOT.parent / "shared" / "datasets"
 RESULTS = ROOT / "benchmarks" / "results"
 LIHUA_ZIP = SHARED / "lihua-world" / "data" / "LiHuaWorld.zip"
 LIHUA_QUERIES = SHARED / "lihua-world" / "queries.dev.json"
+WIKI = SHARED / "2wikimultihopqa"
 TIMESTAMP = re.compile(r"(\d{8})_(\d{2}):?(\d{2})")
 
 
@@ -28,6 +29,28 @@ def lihua_queries(path: Path = LIHUA_QUERIES) -> list[dict[str, Any]]:
         out.append({"id": key, "question": item["question"], "answer": item["answer"],
                     "type": item["type"], "evidence": evidence})
     return out
+
+
+def wiki_records() -> list[dict[str, Any]]:
+    """2WikiMultihopQA passages: ``id``, ``title``, ``text``."""
+    lines = (WIKI / "corpus.derived.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def wiki_queries() -> list[dict[str, Any]]:
+    """2WikiMultihopQA dev questions; evidence = supporting passage titles, all typed Multi."""
+    raw = json.loads((WIKI / "queries.dev.json").read_text(encoding="utf-8"))
+    return [{"id": q["id"], "question": q["question"], "answer": q["answer"], "type": "Multi",
+             "aliases": list(dict.fromkeys([q["answer"], *q.get("answer_aliases", [])])),
+             "evidence": sorted(set(q["supporting_facts"]))} for q in raw]
+
+
+def wiki_documents(records: list[dict[str, Any]] | None = None) -> list[Any]:
+    """The passages as edge-rag documents: title line, then text; source ``2wiki/<id>``."""
+    from edge_rag import Document
+
+    return [Document.from_text(f"{r['title']}\n{r['text']}", f"2wiki/{r['id']}", {"title": r["title"]})
+            for r in records or wiki_records()]
 
 
 def normalise_evidence(text: str) -> list[str]:

@@ -20,6 +20,8 @@ from .models import Embedder, ModelFolder
 from .models.session import settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .retrieve import IndexView, Retrieval, make_retriever
+from .retrieve.graph import entity_names
+from .retrieve.keywords import NameMatcher
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 
 INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype", "extractor")
@@ -70,6 +72,7 @@ class EdgeRAG:
         self._embedder: Embedder | None = None
         self._slm: SLM | None = None
         self._readers: dict[str, VectorIndex] = {}
+        self._names: tuple[tuple[int, int], NameMatcher] | None = None
 
     @classmethod
     def open(cls, path: str | Path, profile: str | Path | None = None, *,
@@ -135,7 +138,7 @@ class EdgeRAG:
         (LR, eqs. 8–11), ``dual`` (DR, eqs. 12–17), ``topology`` (TR, eqs. 18–29) or ``none``."""
         view = IndexView(self.settings, self.store, self.embedder, self._vectors(),
                          lambda: self._vectors("entity"), lambda: self._vectors("relation"),
-                         lambda: self.slm)
+                         lambda: self.slm, self._name_matcher)
         return make_retriever(method, view).retrieve(question, top_k or self.settings.top_k)
 
     def ask(self, question: str, method: str = "vector", top_k: int | None = None,
@@ -214,6 +217,15 @@ class EdgeRAG:
             if current.rebuilt:
                 self._persist_rebuilt(current)
         return current
+
+    def _name_matcher(self) -> NameMatcher:
+        # Reloaded only when the index changed: data_version moves on other connections' commits,
+        # total_changes on this one's.
+        conn = self.store.conn
+        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        if self._names is None or self._names[0] != version:
+            self._names = (version, NameMatcher(entity_names(conn)))
+        return self._names[1]
 
     def _persist_rebuilt(self, vectors: VectorIndex) -> None:
         # A reader that had to rebuild saves the result only when no writer is active.

@@ -10,6 +10,7 @@ from edge_rag import EdgeRAG, UnknownMethod
 from edge_rag.retrieve import GraphReader
 from edge_rag.retrieve.base import IndexView
 from edge_rag.retrieve.dual import top_up
+from edge_rag.retrieve.keywords import NameMatcher, rule_keywords
 from edge_rag.retrieve.local import select_relations
 from edge_rag.retrieve.topology import score_relations
 
@@ -95,3 +96,20 @@ def test_graph_methods_on_an_index_without_a_graph_return_no_chunks(tmp_path, mo
         assert rag.retrieve("Where are the keys?", "topology").chunks == []
         with pytest.raises(UnknownMethod):
             rag.retrieve("Where are the keys?", "telepathy")
+
+
+def test_rule_keywords_find_graph_names_in_other_spellings() -> None:
+    names = NameMatcher(["YurikoYamamoto", "Central Park", "LiHua"])
+    found = rule_keywords("Where did yuriko yamamoto and Li Hua meet?", names)
+    assert {"YurikoYamamoto", "LiHua"} <= set(found.low)
+    assert found.answer_types == ("location", "name")
+    assert "meet" in found.high
+
+
+def test_the_open_index_reloads_entity_names_after_an_insert(tmp_path, model_folder) -> None:
+    with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
+        rag.insert_text("Time: 20260101_10:00\nLiHua: I met MarcoPolo at the harbour.", source="one")
+        first = rag._name_matcher()
+        assert rag._name_matcher() is first and "MarcoPolo" in first.names
+        rag.insert_text("Time: 20260102_10:00\nLiHua: ZoeQuinn brought the cake.", source="two")
+        assert "ZoeQuinn" in rag._name_matcher().names

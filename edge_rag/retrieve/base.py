@@ -15,11 +15,13 @@ from .types import Retrieval
 
 if TYPE_CHECKING:
     from ..models.slm import SLM
+    from .keywords import NameMatcher
 
 
 @dataclass
 class IndexView:
-    """The parts of an open index that retrievers read; graph vectors and the SLM load lazily."""
+    """The parts of an open index that retrievers read; graph vectors, the SLM and the entity
+    names load lazily."""
 
     settings: Settings
     store: GraphStore
@@ -28,6 +30,7 @@ class IndexView:
     entity_vectors: Callable[[], VectorIndex] | None = None
     relation_vectors: Callable[[], VectorIndex] | None = None
     slm: Callable[[], SLM] | None = None
+    names: Callable[[], NameMatcher] | None = None
 
 
 class Retriever(Protocol):

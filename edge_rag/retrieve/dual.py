@@ -61,7 +61,7 @@ def query_keywords(graph: GraphReader, question: str) -> Keywords:
     """K(q) by the configured extractor (``keyword_extractor``: rules or slm)."""
     if graph.view.settings.keyword_extractor == "slm" and graph.view.slm is not None:
         return slm_keywords(graph.view.slm(), question)
-    return rule_keywords(question, graph.names())
+    return rule_keywords(question, graph.name_matcher())
 
 
 def nearest_entities(graph: GraphReader, vectors: np.ndarray, limit: int) -> list[Entity]:

@@ -11,6 +11,7 @@ question come first.
 
 from __future__ import annotations
 
+import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -20,6 +21,7 @@ import numpy as np
 from ..store import VectorIndex
 from ..store.graph import marks, parts
 from .base import IndexView
+from .keywords import NameMatcher
 from .types import RetrievedChunk
 
 
@@ -65,6 +67,12 @@ class Relation:
         return data
 
 
+def entity_names(conn: sqlite3.Connection) -> list[str]:
+    """Every spelling of every entity name in the graph, sorted."""
+    rows = conn.execute("SELECT name FROM entity_keys WHERE entity_id IS NOT NULL")
+    return sorted({row[0] for row in rows})
+
+
 class GraphReader:
     """Read-only access to the graph of an open index."""
 
@@ -73,7 +81,6 @@ class GraphReader:
         self.conn = view.store.conn
         self.entity_vectors = entity_vectors
         self.relation_vectors = relation_vectors
-        self._names: list[str] | None = None
 
     def search_entities(self, vector: np.ndarray, k: int) -> list[Entity]:
         """Nodes whose names are nearest to ``vector`` (eq. 8's V(·) over entities), best first."""
@@ -95,12 +102,9 @@ class GraphReader:
         """cos(q, v_r) of structural relations that have a vector."""
         return self._similarity("relations", vector, list(ids))
 
-    def names(self) -> list[str]:
-        """Every entity name (node names and their aliases' spellings), loaded once."""
-        if self._names is None:
-            rows = self.conn.execute("SELECT name FROM entity_keys WHERE entity_id IS NOT NULL")
-            self._names = sorted({row[0] for row in rows})
-        return self._names
+    def name_matcher(self) -> NameMatcher:
+        """Every entity name (nodes and their aliases' spellings), shared by the open index."""
+        return self.view.names() if self.view.names else NameMatcher(entity_names(self.conn))
 
     def entities(self, ids: Iterable[int]) -> dict[int, Entity]:
         """Nodes by id."""

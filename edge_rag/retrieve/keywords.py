@@ -48,9 +48,9 @@ class Keywords:
     answer_types: tuple[str, ...] = ()
 
 
-def rule_keywords(question: str, entity_names: Sequence[str] = ()) -> Keywords:
+def rule_keywords(question: str, names: NameMatcher | None = None) -> Keywords:
     """Keywords without a model (see module docstring)."""
-    low = _specific_terms(question) + _graph_names(question, entity_names)
+    low = _specific_terms(question) + (names.find(question) if names else [])
     low = list(dict.fromkeys(low))
     taken = {w.lower() for term in low for w in term.split()}
     high = [w for w in re.findall(r"[A-Za-z][\w'\-]+", question)
@@ -86,18 +86,24 @@ def _specific_terms(question: str) -> list[str]:
     return found
 
 
-def _graph_names(question: str, names: Sequence[str]) -> list[str]:
-    """Entity names of the graph that occur in the question, spelling variants allowed."""
-    if not names:
-        return []
-    words = re.findall(r"[\w'\-]+", question)
-    grams = {" ".join(words[i : i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)}
-    grams = [g for g in grams if g.lower() not in STOPWORDS | QUESTION_WORDS and len(g) > 2]
-    keys = [entity_key(n) for n in names]
-    out = []
-    for gram in sorted(grams):
-        match = process.extractOne(entity_key(gram).replace(" ", ""), [k.replace(" ", "") for k in keys],
-                                   scorer=fuzz.ratio, score_cutoff=FUZZY_MIN)
-        if match is not None:
-            out.append(names[match[2]])
-    return out
+class NameMatcher:
+    """The graph's entity names, compacted once, for fuzzy matching of query n-grams."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+        self._keys = [entity_key(n).replace(" ", "") for n in self.names]
+
+    def find(self, question: str) -> list[str]:
+        """Entity names that occur in the question, spelling variants allowed."""
+        if not self.names:
+            return []
+        words = re.findall(r"[\w'\-]+", question)
+        grams = {" ".join(words[i : i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)}
+        grams = [g for g in grams if g.lower() not in STOPWORDS | QUESTION_WORDS and len(g) > 2]
+        out = []
+        for gram in sorted(grams):
+            match = process.extractOne(entity_key(gram).replace(" ", ""), self._keys, scorer=fuzz.ratio,
+                                       score_cutoff=FUZZY_MIN)
+            if match is not None:
+                out.append(self.names[match[2]])
+        return out
