@@ -1,7 +1,7 @@
 """Answer accuracy with the SLM on LiHua-World or 2WikiMultihopQA dev queries.
 
     python -m benchmarks.answer_accuracy [--dataset lihua|2wiki] [--slm qwen2.5-coder-0.5b-int8]
-                                         [--method vector] [--limit N] [--index DIR]
+                                         [--method vector] [--limit N] [--no-weights]
 
 A query is right when its normalised gold answer (or, on 2Wiki, one of its aliases) is contained
 in the normalised answer; a Null query is right when the answer says the information is missing.
@@ -22,16 +22,8 @@ from pathlib import Path
 from edge_rag import EdgeRAG
 from edge_rag.prompts import PROMPT_VERSION
 
-from .common import (
-    LIHUA_ZIP,
-    RESULTS,
-    lihua_queries,
-    markdown_table,
-    peak_rss_mb,
-    wiki_documents,
-    wiki_queries,
-    write_result,
-)
+from .common import RESULTS, markdown_table, peak_rss_mb, write_result
+from .datasets import DATASETS, open_index
 
 MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|specif|say|include)"
                      r"|no (?:information|mention)|does not (?:say|state)|cannot (?:be )?(?:determin|answer)"
@@ -93,17 +85,12 @@ def stratified(queries: list[dict], limit: int | None) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     """Answer the dev queries, print accuracy per type, write JSON."""
     args = _parser().parse_args(argv)
-    folder, sources, all_queries = DATASETS[args.dataset]()
-    queries = stratified(all_queries, args.limit)
+    dataset = DATASETS[args.dataset]
+    queries = stratified(dataset.queries(), args.limit)
     method = args.method + ("" if args.use_weights else "-noweights")
-    tag = "" if args.dataset == "lihua" else f"{args.dataset}-"
-    cache_path = RESULTS / "cache" / f"answers-{tag}{args.slm}-{method}-p{PROMPT_VERSION}.jsonl"
-    cache = _load_cache(cache_path)
-    cached = sum(q["id"] in cache for q in queries)
-    with EdgeRAG.open(Path(args.index) / folder, slm=args.slm, progress=True,
-                      use_weights=args.use_weights) as rag:
-        rag.insert(*sources)  # a no-op once indexed; completes the graph of an older index
-        rows = [_answer(rag, q, args.method, cache, cache_path) for q in queries]
+    cached = sum(q["id"] in _load_cache(cache_path(args.dataset, args.slm, method)) for q in queries)
+    with open_index(dataset, slm=args.slm, use_weights=args.use_weights) as rag:
+        rows = answer_all(rag, args.dataset, queries, args.method, args.slm)
     summary = _summary(rows)
     headers = ["type", "queries", "accuracy", "exact_match", "token_f1", "retrieve_ms", "prefill_ms",
                "decode_ms"]
@@ -113,8 +100,23 @@ def main(argv: list[str] | None = None) -> int:
                "summary": summary, "answers_from_cache": cached,
                "peak_rss_mb": round(peak_rss_mb(), 1), "answers": rows}
     suffix = f"_limit{args.limit}" if args.limit else ""
+    tag = "" if args.dataset == "lihua" else f"{args.dataset}-"
     print(f"wrote {write_result(f'answer_accuracy_{tag}{args.slm}_{method}{suffix}', payload)}")
     return 0
+
+
+def cache_path(dataset: str, slm: str, method: str) -> Path:
+    """Where the answers of one data set, SLM and method (``-noweights`` suffix included) live."""
+    tag = "" if dataset == "lihua" else f"{dataset}-"
+    return RESULTS / "cache" / f"answers-{tag}{slm}-{method}-p{PROMPT_VERSION}.jsonl"
+
+
+def answer_all(rag: EdgeRAG, dataset: str, queries: list[dict], method: str, slm: str) -> list[dict]:
+    """Answer (or take from the cache) and judge every query; the open index's settings apply."""
+    name = method + ("" if rag.settings.use_weights else "-noweights")
+    path = cache_path(dataset, slm, name)
+    cache = _load_cache(path)
+    return [_answer(rag, q, method, cache, path) for q in queries]
 
 
 def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Path) -> dict:
@@ -152,18 +154,6 @@ def _summary(rows: list[dict]) -> dict:
     return out
 
 
-def _lihua() -> tuple[str, list, list[dict]]:
-    return "lihua-world", [LIHUA_ZIP], lihua_queries()
-
-
-def _wiki() -> tuple[str, list, list[dict]]:
-    # The retrieval benchmark builds the same index; either one reuses the other's.
-    return "retrieval-2wiki", wiki_documents(), wiki_queries()
-
-
-DATASETS = {"lihua": _lihua, "2wiki": _wiki}
-
-
 def _load_cache(path: Path) -> dict:
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.is_file():
@@ -179,8 +169,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=int, default=None, help="type-stratified subset size")
     parser.add_argument("--no-weights", dest="use_weights", action="store_false",
                         help="the -Weights ablation (use_weights=false)")
-    parser.add_argument("--index", default=str(RESULTS.parent / ".indexes"),
-                        help="folder for reusable benchmark indexes")
     return parser
 
 

@@ -45,14 +45,6 @@ def wiki_queries() -> list[dict[str, Any]]:
              "evidence": sorted(set(q["supporting_facts"]))} for q in raw]
 
 
-def wiki_documents(records: list[dict[str, Any]] | None = None) -> list[Any]:
-    """The passages as edge-rag documents: title line, then text; source ``2wiki/<id>``."""
-    from edge_rag import Document
-
-    return [Document.from_text(f"{r['title']}\n{r['text']}", f"2wiki/{r['id']}", {"title": r["title"]})
-            for r in records or wiki_records()]
-
-
 def normalise_evidence(text: str) -> list[str]:
     """Timestamps of an evidence string; tolerates missing colons and 'Time: ' prefixes."""
     return sorted({f"{d}_{h}:{m}" for d, h, m in TIMESTAMP.findall(text or "")})

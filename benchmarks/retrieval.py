@@ -2,12 +2,14 @@
 
     python -m benchmarks.retrieval                      # LiHua-World dev queries, fast-extractor graph
     python -m benchmarks.retrieval --dataset 2wiki      # 2WikiMultihopQA dev questions
+    python -m benchmarks.retrieval --dataset hotpotqa   # also: multihop (derived corpus)
 
 LiHua-World: recall@k is the share of a query's evidence conversations among the documents of
 the top-k chunks (Null queries have no evidence and are left out), split by Single and Multi.
 2WikiMultihopQA: the share of a question's supporting passages among the first k distinct passages
 of the ranked chunks (a long passage can have several chunks), as HippoRAG reports recall@2/@5.
-Writes ``retrieval_<dataset>.json``.
+MultiHop-RAG: the share of a query's evidence facts found verbatim in the top-k chunks (the
+upstream rule). Queries without evidence are left out. Writes ``retrieval_<dataset>.json``.
 """
 
 from __future__ import annotations
@@ -15,48 +17,34 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import zipfile
 from collections.abc import Callable
 
-from edge_rag import Document, EdgeRAG
+from edge_rag import EdgeRAG
 
-from .common import (
-    LIHUA_ZIP,
-    ROOT,
-    document_timestamp,
-    lihua_queries,
-    markdown_table,
-    peak_rss_mb,
-    wiki_documents,
-    wiki_queries,
-    wiki_records,
-    write_result,
-)
+from .common import markdown_table, peak_rss_mb, write_result
+from .datasets import DATASETS, open_index
 
-INDEXES = ROOT / "benchmarks" / ".indexes"
 METHODS = ("vector", "local", "dual", "topology")
 ABLATED = ("local", "dual", "topology")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    dataset = DATASETS[args.dataset]()
-    path = INDEXES / f"retrieval-{args.dataset}"
-    with EdgeRAG.open(path, extractor="fast", progress=not args.quiet) as rag:
-        start = time.perf_counter()
-        report = rag.insert(*dataset["documents"])
-        build = {"seconds": round(time.perf_counter() - start, 1), "added": len(report.added),
-                 "graph_seconds": round(report.graph.seconds, 1), **_stats(rag)}
-        truth = dataset["truth"](rag)
-    queries = dataset["queries"][: args.limit] if args.limit else dataset["queries"]
+    dataset = DATASETS[args.dataset]
+    start = time.perf_counter()
+    with open_index(dataset, progress=not args.quiet) as rag:
+        build = {"seconds": round(time.perf_counter() - start, 1), **_stats(rag)}
+        truth = dataset.recall(rag)
+    queries = [q for q in dataset.queries() if q["evidence"]]
+    queries = queries[: args.limit] if args.limit else queries
     rows = {}
     for method, weights in [(m, True) for m in METHODS] + [(m, False) for m in ABLATED]:
         name = method if weights else f"{method} -weights"
-        with EdgeRAG.open(path, create=False, use_weights=weights) as rag:
-            rows[name] = _evaluate(rag, method, queries, truth, dataset["ks"])
-    result = {"dataset": args.dataset, "queries": len(queries), "build": build, "methods": rows,
-              "peak_rss_mb": round(peak_rss_mb(), 1)}
-    _print(result, dataset["ks"])
+        with EdgeRAG.open(dataset.index, create=False, use_weights=weights) as rag:
+            rows[name] = _evaluate(rag, method, queries, truth, dataset.ks)
+    result = {"dataset": args.dataset, "note": dataset.note, "queries": len(queries), "build": build,
+              "methods": rows, "peak_rss_mb": round(peak_rss_mb(), 1)}
+    _print(result, dataset.ks)
     write_result(f"retrieval_{args.dataset}", result)
     return 0
 
@@ -77,40 +65,6 @@ def _evaluate(rag: EdgeRAG, method: str, queries: list[dict], truth: Callable, k
     out["latency_ms"] = {"p50": round(latencies[len(latencies) // 2], 1),
                          "p95": round(latencies[int(len(latencies) * 0.95)], 1)}
     return out
-
-
-# -- datasets ----------------------------------------------------------------------------------
-
-def _lihua() -> dict:
-    with zipfile.ZipFile(LIHUA_ZIP) as archive:
-        names = sorted(n for n in archive.namelist() if n.endswith(".txt"))
-        docs = [Document.from_text(archive.read(n).decode("utf-8"), f"{LIHUA_ZIP.name}/{n}") for n in names]
-    queries = [q for q in lihua_queries() if q["type"] != "Null" and q["evidence"]]
-
-    def truth(rag: EdgeRAG) -> Callable:
-        stamps = {d.id: document_timestamp(rag.store.document_chunks(d.id)[0].text) for d in rag.documents()}
-        return lambda chunks, query, k: len({stamps[c.doc_id] for c in chunks[:k]} & set(
-            query["evidence"])) / len(query["evidence"])
-
-    return {"documents": docs, "queries": queries, "truth": truth, "ks": (5, 10)}
-
-
-def _wiki() -> dict:
-    records = wiki_records()
-    title = {f"2wiki/{r['id']}": r["title"] for r in records}
-    queries = wiki_queries()
-
-    def truth(rag: EdgeRAG) -> Callable:
-        def recall(chunks: list, query: dict, k: int) -> float:
-            passages = list(dict.fromkeys(title[c.source] for c in chunks))[:k]
-            return len(set(passages) & set(query["evidence"])) / len(query["evidence"])
-
-        return recall
-
-    return {"documents": wiki_documents(records), "queries": queries, "truth": truth, "ks": (2, 5)}
-
-
-DATASETS = {"lihua": _lihua, "2wiki": _wiki}
 
 
 def _stats(rag: EdgeRAG) -> dict:

@@ -19,6 +19,7 @@ from .index.graph import GraphBuilder
 from .models import Embedder, ModelFolder
 from .models.session import settings_session_options
 from .models.slm import SLM, SLM_HINT
+from .plan import Plan, Planner, make_planner, plan
 from .retrieve import IndexView, Retrieval, make_retriever
 from .retrieve.graph import entity_names
 from .retrieve.keywords import NameMatcher
@@ -73,6 +74,7 @@ class EdgeRAG:
         self._slm: SLM | None = None
         self._readers: dict[str, VectorIndex] = {}
         self._names: tuple[tuple[int, int], NameMatcher] | None = None
+        self._planner: Planner | None = None
 
     @classmethod
     def open(cls, path: str | Path, profile: str | Path | None = None, *,
@@ -135,11 +137,26 @@ class EdgeRAG:
 
     def retrieve(self, question: str, method: str = "vector", top_k: int | None = None) -> Retrieval:
         """Context for a question by one retrieval method: ``vector`` (VR, eq. 7), ``local``
-        (LR, eqs. 8–11), ``dual`` (DR, eqs. 12–17), ``topology`` (TR, eqs. 18–29) or ``none``."""
+        (LR, eqs. 8–11), ``dual`` (DR, eqs. 12–17), ``topology`` (TR, eqs. 18–29), ``none``, or
+        ``auto``: the planner (§3.3) chooses one, recorded in ``Retrieval.plan``."""
+        chosen = self.plan(question) if method.lower() == "auto" else None
         view = IndexView(self.settings, self.store, self.embedder, self._vectors(),
                          lambda: self._vectors("entity"), lambda: self._vectors("relation"),
-                         lambda: self.slm, self._name_matcher)
-        return make_retriever(method, view).retrieve(question, top_k or self.settings.top_k)
+                         lambda: self.slm, self.name_matcher)
+        retriever = make_retriever(chosen.method if chosen else method, view)
+        result = retriever.retrieve(question, top_k or self.settings.top_k)
+        if chosen is not None:
+            result.plan = chosen
+            result.timings_ms = {"plan": chosen.latency_ms, **result.timings_ms}
+        return result
+
+    def plan(self, question: str) -> Plan:
+        """The planner's choice of method for a question (``planner`` setting: head, slm, rules)."""
+        if self._planner is None:
+            self._planner = make_planner(self.settings, lambda: self.embedder, lambda: self.slm,
+                                         self.name_matcher)
+        return plan(self._planner, question, self.settings.planner_threshold,
+                    self.settings.planner_fallback)
 
     def ask(self, question: str, method: str = "vector", top_k: int | None = None,
             stream: bool = False) -> Answer | AnswerStream:
@@ -218,7 +235,9 @@ class EdgeRAG:
                 self._persist_rebuilt(current)
         return current
 
-    def _name_matcher(self) -> NameMatcher:
+    def name_matcher(self) -> NameMatcher:
+        """The graph's entity names, prepared for matching query text (reloaded when the index
+        changes)."""
         # Reloaded only when the index changed: data_version moves on other connections' commits,
         # total_changes on this one's.
         conn = self.store.conn

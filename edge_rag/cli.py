@@ -16,6 +16,7 @@ from .config import EXTRACTORS, Settings, models_home
 from .errors import EdgeRagError
 from .index import InsertReport
 from .index.export import draw_neighbourhood, graphml
+from .plan import Plan
 from .retrieve import RETRIEVERS, Retrieval
 
 Handler = Callable[[argparse.Namespace], int]
@@ -85,6 +86,16 @@ def _add_export(commands: Any) -> None:
     slm.add_argument("--keep-fp32", action="store_true", help="also write the fp32 model folder")
     slm.add_argument("--force", action="store_true", help="export again even if present")
     slm.set_defaults(handler=_export_slm)
+    planner = kinds.add_parser("planner", help="the adaptive planner's classifier head (A-E)",
+                               description="Train the planner head on labelled dev queries "
+                               "(query embedding + cheap features -> A-E), export it to ONNX, "
+                               "quantize it to int8 and check it against fp32 (>= 95%% same labels).")
+    planner.add_argument("--labels", type=Path, help="labelled queries (default: the file shipped "
+                         "with the export tool, made by python -m benchmarks.planner_labels)")
+    planner.add_argument("--name", default="planner-int8", help="model name (default: %(default)s)")
+    planner.add_argument("--home", help="models home (default: $EDGE_RAG_HOME or ~/.cache/edge-rag)")
+    planner.add_argument("--force", action="store_true", help="export again even if present")
+    planner.set_defaults(handler=_export_planner)
     export.set_defaults(handler=lambda args: _usage(export))
 
 
@@ -163,8 +174,8 @@ def _add_graph(commands: Any) -> None:
 def _question(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="the question, in quotes")
     _common(parser)
-    parser.add_argument("--method", default="vector", choices=sorted(RETRIEVERS),
-                        help="retrieval method (default: %(default)s)")
+    parser.add_argument("--method", default="vector", choices=sorted(RETRIEVERS) + ["auto"],
+                        help="retrieval method; auto lets the planner choose (default: %(default)s)")
     parser.add_argument("--top-k", type=int, default=None,
                         help="chunks to retrieve (default: profile)")
 
@@ -254,6 +265,12 @@ def _stats(args: argparse.Namespace) -> int:
 
 # -- helpers -------------------------------------------------------------------------------
 
+def _export_planner(args: argparse.Namespace) -> int:
+    tool = _export_tool("planner")
+    print(tool.export_planner(models_home(args.home), args.labels, args.name, force=args.force))
+    return 0
+
+
 def _export_slm(args: argparse.Namespace) -> int:
     tool = _export_tool("slm")
     print(tool.export_slm(models_home(args.home), args.source, args.name, args.force,
@@ -265,7 +282,15 @@ def _sources_text(answer: Answer) -> str:
     lines = [f"[{i}] {c.source} (doc {c.doc_id}, chunk {c.chunk_id})"
              for i, c in enumerate(answer.sources, 1)]
     timing = ", ".join(f"{k} {v:.0f} ms" for k, v in answer.timings.items())
-    return "\n".join(["sources:", *lines, f"timings: {timing}"])
+    plan = [_plan_text(answer.retrieval.plan)] if answer.retrieval and answer.retrieval.plan else []
+    return "\n".join(["sources:", *lines, *plan, f"timings: {timing}"])
+
+
+def _plan_text(plan: Plan) -> str:
+    odds = ", ".join(f"{k} {v:.2f}" for k, v in plan.probabilities.items())
+    fallback = " (low confidence: fallback)" if plan.fallback else ""
+    odds = f" [{odds}]" if odds else ""
+    return f"planner ({plan.planner}): {plan.label} -> {plan.method}{fallback}{odds}"
 
 
 def _open(args: argparse.Namespace, create: bool = False, **overrides: Any) -> EdgeRAG:
@@ -318,7 +343,8 @@ def _report_text(report: InsertReport) -> str:
 
 
 def _retrieval_text(result: Retrieval) -> str:
-    lines = [f"{len(result.chunks)} chunks by {result.method} retrieval:"]
+    lines = [_plan_text(result.plan)] if result.plan else []
+    lines.append(f"{len(result.chunks)} chunks by {result.method} retrieval:")
     for rank, chunk in enumerate(result.chunks, 1):
         preview = " ".join(chunk.text.split())[:200]
         lines.append(f"[{rank}] {chunk.score:.3f}  {chunk.source}  (doc {chunk.doc_id})\n    {preview}")

@@ -13,6 +13,8 @@ from .errors import SettingsError
 
 VECTOR_DTYPES = ("f32", "f16", "i8")
 EXTRACTORS = ("fast", "slm", "none")
+PLANNERS = ("head", "slm", "rules")
+FIXED_METHODS = ("none", "vector", "local", "dual", "topology")
 PROFILE_DIR_ENV = "EDGE_RAG_PROFILES"
 HOME_ENV = "EDGE_RAG_HOME"
 
@@ -60,6 +62,10 @@ class Settings:
     graph_support_weight: float = 0.25
     use_weights: bool = True
     keyword_extractor: str = "rules"
+    planner: str = "head"
+    planner_model: str = "planner-int8"
+    planner_threshold: float = 0.4
+    planner_fallback: str = "dual"
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -89,7 +95,10 @@ class Settings:
         _check(1 <= self.tr_hops <= 3, "tr_hops must be 1, 2 or 3")
         _check(self.graph_support_weight >= 0, "graph_support_weight must be >= 0")
         _check(self.keyword_extractor in ("rules", "slm"), "keyword_extractor must be rules or slm")
-        for name in ("aggregate_tau", "aggregate_lambda", "aggregate_delta", "aggregate_merge", "lr_alpha"):
+        _check(self.planner in PLANNERS, f"planner must be one of {PLANNERS}")
+        _check(self.planner_fallback in FIXED_METHODS, f"planner_fallback must be one of {FIXED_METHODS}")
+        for name in ("planner_threshold", "aggregate_tau", "aggregate_lambda", "aggregate_delta",
+                     "aggregate_merge", "lr_alpha"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be within [0, 1]")
 
     @property

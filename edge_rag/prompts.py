@@ -25,6 +25,23 @@ def answer_user(question: str, sources: list[tuple[str, str]]) -> str:
     return ANSWER_USER.format(sources="\n\n".join(lines), question=question)
 
 
+PLANNER_SYSTEM = (
+    "You choose how to search a private document collection before answering a question.\n"
+    "A: no search, general knowledge is enough.\n"
+    "B: vector search, one passage about the question's topic answers it.\n"
+    "C: local search, facts around one named entity answer it.\n"
+    "D: dual search, several entities or a broader theme must be combined.\n"
+    "E: topology search, a chain of relations (the X of the Y of Z) or a comparison across "
+    "entities must be followed.\n"
+    "Answer with one letter."
+)
+
+
+def planner_user(question: str) -> str:
+    """The user turn of the SLM planner."""
+    return f"Question: {question}\nLetter:"
+
+
 EXTRACT_PROMPT_VERSION = "4"
 
 EXTRACT_SYSTEM = (

@@ -9,8 +9,8 @@ import pytest
 from edge_rag.cli import build_parser, main
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-COMMANDS = [["export"], ["export", "embedder"], ["export", "slm"], ["index"], ["retrieve"],
-            ["ask"], ["delete"], ["documents"], ["stats"], ["graph"]]
+COMMANDS = [["export"], ["export", "embedder"], ["export", "slm"], ["export", "planner"], ["index"],
+            ["retrieve"], ["ask"], ["delete"], ["documents"], ["stats"], ["graph"]]
 
 
 def _json(capsys, *argv) -> object:

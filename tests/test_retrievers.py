@@ -109,7 +109,7 @@ def test_rule_keywords_find_graph_names_in_other_spellings() -> None:
 def test_the_open_index_reloads_entity_names_after_an_insert(tmp_path, model_folder) -> None:
     with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
         rag.insert_text("Time: 20260101_10:00\nLiHua: I met MarcoPolo at the harbour.", source="one")
-        first = rag._name_matcher()
-        assert rag._name_matcher() is first and "MarcoPolo" in first.names
+        first = rag.name_matcher()
+        assert rag.name_matcher() is first and "MarcoPolo" in first.names
         rag.insert_text("Time: 20260102_10:00\nLiHua: ZoeQuinn brought the cake.", source="two")
-        assert "ZoeQuinn" in rag._name_matcher().names
+        assert "ZoeQuinn" in rag.name_matcher().names

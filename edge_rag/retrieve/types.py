@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..plan import Plan
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class Retrieval:
     entities: list[Any] = field(default_factory=list)
     relations: list[Any] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    plan: Plan | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (the CLI's ``--json`` output)."""

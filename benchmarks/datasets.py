@@ -1,0 +1,146 @@
+"""The benchmark data sets as one shape: documents, dev queries, evidence recall and a label prior.
+
+| name     | corpus                                  | queries (dev)          | recall unit            |
+|----------|-----------------------------------------|------------------------|------------------------|
+| lihua    | LiHua-World, 442 chat files (complete)  | 254 (Single/Multi/Null)| evidence conversations |
+| 2wiki    | 2WikiMultihopQA, 6,119 passages          | 400 (multi-hop)        | supporting passages    |
+| hotpotqa | HotpotQA 100-question sample, 994 paras  | 40 (multi-hop)         | supporting passages    |
+| multihop | MultiHop-RAG *derived* evidence corpus   | 200                    | evidence facts         |
+
+MultiHop-RAG's corpus here holds only the gold evidence sentences (a stand-in, see the data
+README): its numbers are pipeline checks, not comparable to the paper's.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edge_rag import Document, EdgeRAG
+
+from .common import LIHUA_ZIP, ROOT, SHARED, document_timestamp, lihua_queries, wiki_queries, wiki_records
+
+INDEXES = ROOT / "benchmarks" / ".indexes"
+Recall = Callable[[list, dict, int], float]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One benchmark data set."""
+
+    name: str
+    documents: Callable[[], list[Document]]
+    queries: Callable[[], list[dict[str, Any]]]
+    recall: Callable[[EdgeRAG], Recall]
+    ks: tuple[int, int]
+    multi_hop: Callable[[dict[str, Any]], bool]
+    note: str = ""
+
+    @property
+    def index(self) -> Path:
+        """Where the benchmark index of this data set lives (built once, reused)."""
+        return INDEXES / self.name
+
+
+def _lihua_documents() -> list[Document]:
+    with zipfile.ZipFile(LIHUA_ZIP) as archive:
+        names = sorted(n for n in archive.namelist() if n.endswith(".txt"))
+        return [Document.from_text(archive.read(n).decode("utf-8"), f"{LIHUA_ZIP.name}/{n}") for n in names]
+
+
+def _lihua_recall(rag: EdgeRAG) -> Recall:
+    stamps = {d.id: document_timestamp(rag.store.document_chunks(d.id)[0].text) for d in rag.documents()}
+
+    def recall(chunks: list, query: dict, k: int) -> float:
+        found = {stamps[c.doc_id] for c in chunks[:k]}
+        return len(found & set(query["evidence"])) / len(query["evidence"]) if query["evidence"] else 0.0
+
+    return recall
+
+
+def _passage_recall(records: Callable[[], list[dict]], prefix: str) -> Callable[[EdgeRAG], Recall]:
+    # First k distinct passages of the ranked chunks: a long passage can have several chunks.
+    def make(rag: EdgeRAG) -> Recall:
+        title = {f"{prefix}/{r['id']}": r["title"] for r in records()}
+
+        def recall(chunks: list, query: dict, k: int) -> float:
+            passages = list(dict.fromkeys(title[c.source] for c in chunks))[:k]
+            return len(set(passages) & set(query["evidence"])) / len(query["evidence"])
+
+        return recall
+
+    return make
+
+
+def _passage_documents(records: Callable[[], list[dict]], prefix: str) -> Callable[[], list[Document]]:
+    return lambda: [Document.from_text(f"{r['title']}\n{r['text']}", f"{prefix}/{r['id']}",
+                                       {"title": r["title"]}) for r in records()]
+
+
+HOTPOT = SHARED / "hotpotqa-train100"
+
+
+def _hotpot_records() -> list[dict]:
+    lines = (HOTPOT / "corpus.derived.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _hotpot_queries() -> list[dict[str, Any]]:
+    raw = json.loads((HOTPOT / "queries.dev.json").read_text(encoding="utf-8"))
+    return [{"id": q["_id"], "question": q["question"], "answer": q["answer"], "type": "Multi",
+             "aliases": [q["answer"]], "kind": q["type"],
+             "evidence": sorted({title for title, _ in q["supporting_facts"]})} for q in raw]
+
+
+MULTIHOP = SHARED / "multihop-rag"
+
+
+def _multihop_documents() -> list[Document]:
+    raw = json.loads((MULTIHOP / "corpus.evidence_facts.derived.json").read_text(encoding="utf-8"))
+    return [Document.from_text(f"{a['title']}\n{a['body']}", f"multihop/{i}", {"title": a["title"]})
+            for i, a in enumerate(raw)]
+
+
+def _multihop_queries() -> list[dict[str, Any]]:
+    raw = json.loads((MULTIHOP / "queries.dev.json").read_text(encoding="utf-8"))
+    return [{"id": q["id"], "question": q["query"], "answer": q["answer"], "aliases": [q["answer"]],
+             "type": "Null" if q["question_type"] == "null_query" else "Multi", "kind": q["question_type"],
+             "evidence": sorted({e["fact"] for e in q["evidence_list"]})} for q in raw]
+
+
+def _multihop_recall(rag: EdgeRAG) -> Recall:
+    # Upstream rule: a fact counts as found if it is a substring of a chunk, spaces and newlines removed.
+    squash = lambda text: "".join(text.split())
+
+    def recall(chunks: list, query: dict, k: int) -> float:
+        if not query["evidence"]:
+            return 0.0
+        texts = [squash(c.text) for c in chunks[:k]]
+        return sum(any(squash(f) in t for t in texts) for f in query["evidence"]) / len(query["evidence"])
+
+    return recall
+
+
+DATASETS: dict[str, Dataset] = {
+    "lihua": Dataset("lihua", _lihua_documents, lihua_queries, _lihua_recall, (5, 10),
+                     lambda q: q["type"] == "Multi"),
+    "2wiki": Dataset("2wiki", _passage_documents(wiki_records, "2wiki"), wiki_queries,
+                     _passage_recall(wiki_records, "2wiki"), (2, 5), lambda q: True),
+    "hotpotqa": Dataset("hotpotqa", _passage_documents(_hotpot_records, "hotpotqa"), _hotpot_queries,
+                        _passage_recall(_hotpot_records, "hotpotqa"), (2, 5), lambda q: True,
+                        "40 dev questions: pipeline check only"),
+    "multihop": Dataset("multihop", _multihop_documents, _multihop_queries, _multihop_recall, (4, 10),
+                        lambda q: q["type"] != "Null",
+                        "derived evidence-only corpus: not comparable to the paper"),
+}
+
+
+def open_index(dataset: Dataset, progress: bool = True, **overrides: Any) -> EdgeRAG:
+    """Open the data set's benchmark index, indexing whatever is missing (a no-op when complete)."""
+    rag = EdgeRAG.open(dataset.index, extractor="fast", progress=progress, **overrides)
+    rag.insert(*dataset.documents())
+    return rag

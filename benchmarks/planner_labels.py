@@ -1,0 +1,101 @@
+"""Planner training labels (§3.3): every method on every dev query, label = the simplest that works.
+
+    python -m benchmarks.planner_labels [--datasets lihua,2wiki,hotpotqa,multihop] [--no-slm]
+
+Judges, in the order A < B < C < D < E (none, vector, local, dual, topology):
+
+- **A** by the answer judge: the SLM alone (method ``none``) gives the gold answer (normalised
+  containment). An abstention never earns A, even on an unanswerable query: it says nothing about
+  whether retrieval was needed, and a planner that skips retrieval on a private corpus abstains
+  everywhere.
+- **B–E** by the retrieval judge (no generation): the method's context (``top_k`` chunks) holds
+  the most gold evidence any of the four methods reaches; ties go to the simplest.
+- No method reaches any evidence (and A failed): the data set's prior, single-hop → C,
+  multi-hop → E, as the paper does.
+
+Writes ``export/planner_labels.jsonl`` (question, data set, label, judge, the cheap planner
+features against that data set's index, and every method's evidence recall) and
+``benchmarks/results/planner_labels.json`` (label distribution per data set). SLM answers are
+cached (see answer_accuracy), retrieval is rerun (it is cheap).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+from edge_rag.plan import LABELS, METHOD_OF_LABEL
+from edge_rag.plan.features import FEATURE_VERSION, cheap_features
+
+from .answer_accuracy import answer_all
+from .common import ROOT, markdown_table, write_result
+from .datasets import DATASETS, Dataset, open_index
+
+LABELS_FILE = ROOT / "export" / "planner_labels.jsonl"
+RETRIEVAL_LABELS = LABELS[1:]
+
+
+def label_queries(dataset: Dataset, slm: str | None) -> list[dict]:
+    """One labelled row per dev query of the data set."""
+    rows = []
+    with open_index(dataset, **({"slm": slm} if slm else {})) as rag:
+        recall = dataset.recall(rag)
+        queries = dataset.queries()
+        alone = {r["id"]: r for r in answer_all(rag, dataset.name, queries, "none", slm)} if slm else {}
+        for query in queries:
+            recalls = {label: recall(rag.retrieve(query["question"], METHOD_OF_LABEL[label]).chunks,
+                                     query, rag.settings.top_k) for label in RETRIEVAL_LABELS}
+            label, judge = choose_label(alone.get(query["id"], {}).get("correct", False), recalls,
+                                        dataset.multi_hop(query))
+            rows.append({"dataset": dataset.name, "id": query["id"], "question": query["question"],
+                         "type": query["type"], "label": label, "judge": judge,
+                         "recall": {k: round(v, 4) for k, v in recalls.items()},
+                         "feature_version": FEATURE_VERSION,
+                         "cheap": [round(v, 4) for v in cheap_features(query["question"],
+                                                                       rag.name_matcher()).tolist()]})
+    return rows
+
+
+def choose_label(alone_correct: bool, recalls: dict[str, float], multi_hop: bool) -> tuple[str, str]:
+    """The simplest label that works, and which judge decided it (see module docstring)."""
+    if alone_correct:
+        return "A", "answer"
+    best = max(recalls.values())
+    if best > 0:
+        return next(k for k in RETRIEVAL_LABELS if recalls[k] >= best - 1e-9), "retrieval"
+    return ("E" if multi_hop else "C"), "prior"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Label the dev queries of the chosen data sets and write the labels file."""
+    args = _parser().parse_args(argv)
+    rows = []
+    for name in args.datasets.split(","):
+        rows += label_queries(DATASETS[name], None if args.no_slm else args.slm)
+    Path(args.output).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    summary = {name: dict(Counter(r["label"] for r in rows if r["dataset"] == name))
+               for name in dict.fromkeys(r["dataset"] for r in rows)}
+    judges = dict(Counter(r["judge"] for r in rows))
+    print(markdown_table(["dataset", "queries", *LABELS],
+                         [[n, sum(c.values()), *(c.get(k, 0) for k in LABELS)] for n, c in summary.items()]))
+    print(f"judges: {judges}; wrote {args.output}")
+    write_result("planner_labels", {"labels": summary, "judges": judges, "slm": args.slm,
+                                    "feature_version": FEATURE_VERSION})
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.planner_labels", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", default="lihua,2wiki,hotpotqa,multihop",
+                        help="comma-separated data sets (default: %(default)s)")
+    parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="SLM for the A judge")
+    parser.add_argument("--no-slm", action="store_true", help="skip the A judge (no generation)")
+    parser.add_argument("--output", default=str(LABELS_FILE), help="labels file (default: %(default)s)")
+    return parser
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,44 @@
+"""The planner's input: the query embedding plus cheap features of the question's shape.
+
+The same function computes features at training time (export side) and at run time, so that
+the head sees identical inputs; ``FEATURE_VERSION`` is recorded in the head's manifest.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..retrieve.keywords import NameMatcher, answer_types, rule_keywords
+
+FEATURE_VERSION = "1"
+QUESTION_WORDS = ("what", "when", "where", "which", "who", "how", "why")
+CUES = {
+    "temporal": r"\b(?:before|after|first|last|earliest|latest|date|year|day|time|ago|during|since)\b",
+    "comparison": r"\b(?:or|than|both|same|more|less|older|younger|earlier|later|compare\w*|differ\w*)\b",
+    "aggregation": r"\b(?:how many|all|every|list|total|each)\b",
+    "chain": r"\b(?:of the|of his|of her|whose|'s)\b",
+    "negation": r"\b(?:not|never|no)\b",
+}
+CUE_PATTERNS = {name: re.compile(pattern, re.IGNORECASE) for name, pattern in CUES.items()}
+CHEAP_NAMES = (["entities", "specific_terms", "words", "answer_typed", "yes_no"]
+               + [f"q_{w}" for w in QUESTION_WORDS] + [f"cue_{c}" for c in CUES])
+
+
+def cheap_features(question: str, names: NameMatcher | None) -> np.ndarray:
+    """Shape features in [0, 1]: graph entities matched, terms, length, question word, cues."""
+    keywords = rule_keywords(question, names)
+    lowered = question.lower().strip()
+    first = lowered.split()[0] if lowered.split() else ""
+    values = [min(len(names.find(question)) if names else 0, 5) / 5, min(len(keywords.low), 5) / 5,
+              min(len(question.split()), 40) / 40, float(bool(answer_types(question))),
+              float(first in {"is", "are", "was", "were", "do", "does", "did", "can", "could"})]
+    values += [float(first == w or lowered.startswith(f"{w} ")) for w in QUESTION_WORDS]
+    values += [min(len(p.findall(question)), 3) / 3 for p in CUE_PATTERNS.values()]
+    return np.asarray(values, dtype=np.float32)
+
+
+def plan_features(embedding: np.ndarray, question: str, names: NameMatcher | None) -> np.ndarray:
+    """The head's input row: L2-normalised query embedding, then the cheap features."""
+    return np.concatenate([embedding.astype(np.float32), cheap_features(question, names)])

@@ -1,0 +1,94 @@
+"""The adaptive planner (§3.3): rule cues, the exported int8 head against its fp32 graph on the dev
+queries, the SLM planner, and ``method="auto"`` end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from edge_rag import EdgeRAG
+from edge_rag.cli import main
+from edge_rag.models import Embedder, ModelFolder
+from edge_rag.plan import LABELS, PlannerHead
+from edge_rag.plan.features import CHEAP_NAMES, cheap_features
+from edge_rag.plan.rules import rule_label
+from edge_rag.retrieve.keywords import NameMatcher
+
+from .conftest import SMALL_SLM
+
+QUESTION = "What time does Li Hua check in with Adam about moving in?"
+
+
+@pytest.fixture(scope="module")
+def planner_home(tmp_path_factory: pytest.TempPathFactory, model_folder: ModelFolder) -> Path:
+    """A models home with the real embedder and a planner head exported from the shipped labels."""
+    export = pytest.importorskip("edge_rag_export.planner")
+    home = tmp_path_factory.mktemp("planner-home")
+    (home / "models").mkdir()
+    (home / "models" / model_folder.path.name).symlink_to(model_folder.path)
+    export.export_planner(home)
+    return home
+
+
+@pytest.mark.parametrize(("question", "label"), [
+    ("Which film was released first, On Body And Soul or Pearl Lust?", "E"),
+    ("Who is the father of the director of film Pearl Lust?", "E"),
+    ("What did LiHua and AdamSmith talk about?", "D"),
+    ("What time does LiHua wake up?", "C"),
+    ("what is a good recipe for bread?", "B"),
+])
+def test_rule_planner_reads_the_papers_cues(question: str, label: str) -> None:
+    names = NameMatcher(["Pearl Lust", "On Body and Soul", "LiHua", "AdamSmith"])
+    features = cheap_features(question, names)
+    assert features.shape == (len(CHEAP_NAMES),) and ((features >= 0) & (features <= 1)).all()
+    assert rule_label(features) == label
+
+
+def test_exported_head_int8_matches_fp32_on_the_dev_queries(planner_home: Path, model_folder) -> None:
+    export = pytest.importorskip("edge_rag_export.planner")
+    folder = ModelFolder.open(planner_home / "models" / "planner-int8")
+    rows = export.read_labels()
+    features = export.feature_matrix(rows, Embedder(model_folder))
+    fp32 = ort.InferenceSession(str(folder.path / folder.manifest["fp32_file"]))
+    expected = fp32.run(None, {"features": features})[0].argmax(axis=1)
+    probabilities = PlannerHead(folder, model_folder.sha256).probabilities(features)
+    assert np.allclose(probabilities.sum(axis=1), 1.0, atol=1e-3)
+    assert (probabilities.argmax(axis=1) == expected).mean() >= 0.95
+    assert folder.manifest["labels"] == list(LABELS) and folder.manifest["cv_accuracy"] > 0
+
+
+def test_auto_retrieval_records_the_heads_plan(planner_home: Path, lihua_index: Path) -> None:
+    with EdgeRAG.open(lihua_index, create=False, models_home=str(planner_home)) as rag:
+        found = rag.retrieve(QUESTION, method="auto")
+    plan = found.plan
+    assert plan is not None and plan.planner == "head" and plan.label in LABELS
+    assert found.method == plan.method and abs(sum(plan.probabilities.values()) - 1) < 1e-2
+    assert plan.fallback == (plan.probabilities[plan.label] < rag.settings.planner_threshold)
+    assert "plan" in found.timings_ms and found.to_dict()["plan"]["label"] == plan.label
+
+
+def test_without_an_exported_head_auto_falls_back_to_rules(lihua_index: Path) -> None:
+    with EdgeRAG.open(lihua_index, create=False, planner_model="no-such-head") as rag:
+        found = rag.retrieve(QUESTION, method="auto")
+    assert found.plan.planner == "rules" and found.plan.method in {"vector", "local", "dual", "topology"}
+    assert found.chunks
+
+
+def test_slm_planner_answers_one_letter(lihua_index: Path, slm) -> None:
+    with EdgeRAG.open(lihua_index, create=False, planner="slm", slm=SMALL_SLM) as rag:
+        chosen = rag.plan(QUESTION)
+    assert chosen.planner == "slm" and chosen.label in LABELS
+
+
+def test_cli_ask_auto_prints_the_plan(lihua_index: Path, slm, capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("EDGE_RAG_PROFILES", str(tmp_path))
+    (tmp_path / "tiny.toml").write_text(f'slm = "{SMALL_SLM}"\nanswer_max_tokens = 16\n')
+    code = main(["ask", QUESTION, "--index", str(lihua_index), "--profile", "tiny", "--method", "auto",
+                 "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["plan"]["label"] in LABELS and out["method"] == out["plan"]["method"]
