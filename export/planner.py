@@ -76,22 +76,22 @@ def train(features: np.ndarray, labels: np.ndarray, seed: int = SEED) -> Any:
     return model.eval()
 
 
-def predict(model: Any, features: np.ndarray) -> np.ndarray:
-    """Label indices of a trained (torch) head."""
+def probabilities(model: Any, features: np.ndarray) -> np.ndarray:
+    """Label probabilities of a trained (torch) head."""
     import torch
 
     with torch.no_grad():
-        return model(torch.tensor(features)).argmax(dim=1).numpy()
+        return torch.softmax(model(torch.tensor(features)), dim=1).numpy()
 
 
 def cross_validate(features: np.ndarray, labels: np.ndarray, folds: int = 5) -> np.ndarray:
-    """Out-of-fold predictions (every query predicted by a head that never saw it)."""
+    """Out-of-fold probabilities (every query predicted by a head that never saw it)."""
     order = np.random.default_rng(SEED).permutation(len(labels))
-    out = np.zeros_like(labels)
+    out = np.zeros((len(labels), len(LABELS)), dtype=np.float32)
     for fold in range(folds):
         held = order[fold::folds]
         keep = np.setdiff1d(order, held)
-        out[held] = predict(train(features[keep], labels[keep]), features[held])
+        out[held] = probabilities(train(features[keep], labels[keep]), features[held])
     return out
 
 
@@ -109,7 +109,7 @@ def export_planner(home: Path, labels_path: Path | None = None, name: str = DEFA
     features = feature_matrix(rows, embedder)
     labels = np.asarray([LABELS.index(r["label"]) for r in rows])
     _log("cross-validating (5 folds) ...")
-    cv = cross_validate(features, labels)
+    cv = cross_validate(features, labels).argmax(axis=1)
     _log(f"training on all {len(rows)} queries and exporting ...")
     model = train(features, labels)
     with tempfile.TemporaryDirectory(dir=home) as tmp:

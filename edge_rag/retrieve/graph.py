@@ -12,7 +12,7 @@ question come first.
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -73,6 +73,10 @@ def entity_names(conn: sqlite3.Connection) -> list[str]:
     return sorted({row[0] for row in rows})
 
 
+import os
+SPREAD = float(os.environ.get("SPREAD", "0"))
+
+
 class GraphReader:
     """Read-only access to the graph of an open index."""
 
@@ -131,13 +135,14 @@ class GraphReader:
                top_k: int) -> list[RetrievedChunk]:
         """G_index(E, R): chunks linked to the chosen entities and relations, ranked (see module)."""
         support: dict[int, float] = defaultdict(float)
-        for chunk_id, entity_id in self._links("chunk_entities", "entity_id", entity_scores):
-            support[chunk_id] += entity_scores[entity_id]
-        for chunk_id, relation_id in self._links("relation_chunks", "relation_id", relation_scores):
-            support[chunk_id] += relation_scores[relation_id]
         ends = {e: relation_scores.get(r.id, 0.0) for r in similar for e in (r.source_id, r.target_id)}
-        for chunk_id, entity_id in self._links("chunk_entities", "entity_id", ends):
-            support[chunk_id] += ends[entity_id]
+        for table, column, scores in (("chunk_entities", "entity_id", entity_scores),
+                                      ("relation_chunks", "relation_id", relation_scores),
+                                      ("chunk_entities", "entity_id", ends)):
+            links = self._links(table, column, scores)
+            spread = Counter(item for _, item in links)
+            for chunk_id, item in links:
+                support[chunk_id] += scores[item] / spread[item] ** SPREAD
         return self._rank(question_vector, support, top_k)
 
     def _rank(self, question_vector: np.ndarray, support: dict[int, float],

@@ -1,0 +1,166 @@
+"""The adaptive planner on dev data (paper Table 3 shape): auto against every fixed method.
+
+    python -m benchmarks.planner_eval [--limit 60] [--slm qwen2.5-coder-0.5b-int8]
+
+Needs ``export/planner_labels.jsonl`` (``python -m benchmarks.planner_labels``) and the answers of
+every fixed method on the type-stratified subsets (``python -m benchmarks.answer_accuracy
+--dataset D --method M --limit 60``; cached, so this script only reads them).
+
+- **Planner accuracy**: 5-fold cross-validated labels of the head (each query planned by a head
+  that never saw it), per data set, with the confusion matrix; the rule planner beside it.
+- **Table 3 shape**: on the LiHua-World and 2WikiMultihopQA subsets, answer accuracy and mean
+  latency (retrieval + prefill + decode) of none/vector/local/dual/topology and of auto, where
+  auto takes the cross-validated plan (below ``planner_threshold`` → ``planner_fallback``) and
+  the cached answer of the method it chose — the pipeline after planning is the same.
+- **Evidence recall** of auto vs fixed methods on *all* labelled dev queries (retrieval judge).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+
+import numpy as np
+from edge_rag_export.planner import cross_validate, feature_matrix, read_labels
+
+from edge_rag import Settings
+from edge_rag.models import Embedder, ModelFolder
+from edge_rag.plan import LABELS, METHOD_OF_LABEL
+from edge_rag.plan.rules import rule_label
+
+from .answer_accuracy import _load_cache, cache_path, stratified
+from .common import markdown_table, write_result
+from .datasets import DATASETS
+
+TABLE_DATASETS = ("lihua", "2wiki")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Cross-validate the planner, compare auto with fixed methods, print and write results."""
+    args = _parser().parse_args(argv)
+    settings = Settings()
+    rows = read_labels()
+    embedder = Embedder(ModelFolder.open(settings.home / "models" / settings.embedder))
+    features = feature_matrix(rows, embedder)
+    truth = np.asarray([LABELS.index(r["label"]) for r in rows])
+    probs = cross_validate(features, truth)
+    plans = [_choose(p, settings) for p in probs]
+    rules = [rule_label(np.asarray(r["cheap"], dtype=np.float32)) for r in rows]
+    result = {"queries": len(rows), "labels": dict(Counter(r["label"] for r in rows)),
+              "planner_accuracy": _accuracy(rows, truth, probs.argmax(axis=1), rules),
+              "confusion": _confusion(truth, probs.argmax(axis=1)),
+              "recall": _recall_table(rows, plans),
+              "table3": {name: _table3(name, rows, plans, args) for name in TABLE_DATASETS},
+              "planner_ms": _planner_latency(embedder, rows[:50])}
+    _print(result)
+    write_result("planner_eval", result)
+    return 0
+
+
+def _choose(probabilities: np.ndarray, settings: Settings) -> tuple[str, str]:
+    label = LABELS[int(probabilities.argmax())]
+    if probabilities.max() < settings.planner_threshold:
+        return label, settings.planner_fallback
+    return label, METHOD_OF_LABEL[label]
+
+
+def _accuracy(rows: list[dict], truth: np.ndarray, cv: np.ndarray, rules: list[str]) -> dict:
+    out = {}
+    for name in [*dict.fromkeys(r["dataset"] for r in rows), "all"]:
+        pick = [i for i, r in enumerate(rows) if name in ("all", r["dataset"])]
+        out[name] = {"queries": len(pick), "head_cv": round(float((cv[pick] == truth[pick]).mean()), 3),
+                     "rules": round(float(np.mean([rules[i] == rows[i]["label"] for i in pick])), 3)}
+    return out
+
+
+def _confusion(truth: np.ndarray, predicted: np.ndarray) -> dict:
+    return {LABELS[t]: {LABELS[p]: int(((truth == t) & (predicted == p)).sum()) for p in range(len(LABELS))}
+            for t in range(len(LABELS))}
+
+
+def _recall_table(rows: list[dict], plans: list[tuple[str, str]]) -> dict:
+    out = {}
+    for name in dict.fromkeys(r["dataset"] for r in rows):
+        pick = [i for i, r in enumerate(rows) if r["dataset"] == name]
+        fixed = {m: float(np.mean([rows[i]["recall"][k] for i in pick]))
+                 for k, m in METHOD_OF_LABEL.items() if k in rows[pick[0]]["recall"]}
+        label_of = {m: k for k, m in METHOD_OF_LABEL.items()}
+        auto = np.mean([rows[i]["recall"].get(label_of[plans[i][1]], 0.0) for i in pick])
+        out[name] = {**{m: round(v, 3) for m, v in fixed.items()}, "auto": round(float(auto), 3)}
+    return out
+
+
+def _table3(name: str, rows: list[dict], plans: list[tuple[str, str]], args: argparse.Namespace) -> dict:
+    subset = stratified(DATASETS[name].queries(), args.limit)
+    answers = {m: _load_cache(cache_path(name, args.slm, m)) for m in METHOD_OF_LABEL.values()}
+    plan_of = {r["id"]: plans[i] for i, r in enumerate(rows) if r["dataset"] == name}
+    judged = {m: [_judge(q, answers[m].get(q["id"])) for q in subset] for m in answers}
+    table = {m: _summarise(v) for m, v in judged.items() if all(x is not None for x in v)}
+    auto = [_judge(q, answers[plan_of[q["id"]][1]].get(q["id"])) for q in subset if q["id"] in plan_of]
+    if auto and all(x is not None for x in auto):
+        table["auto"] = _summarise(auto)
+    table["auto_methods"] = dict(Counter(plan_of[q["id"]][1] for q in subset if q["id"] in plan_of))
+    return table
+
+
+def _judge(query: dict, row: dict | None) -> tuple[bool, float] | None:
+    from .answer_accuracy import is_correct
+
+    if row is None:
+        return None
+    golds = query.get("aliases", [query["answer"]])
+    latency = row["retrieve_ms"] + row["prefill_ms"] + row["decode_ms"]
+    return any(is_correct(row["answer"], g, query["type"]) for g in golds), latency
+
+
+def _summarise(judged: list[tuple[bool, float]]) -> dict:
+    return {"queries": len(judged), "accuracy": round(float(np.mean([c for c, _ in judged])), 3),
+            "latency_ms": round(float(np.mean([t for _, t in judged])), 1)}
+
+
+def _planner_latency(embedder: Embedder, rows: list[dict]) -> dict:
+    # The head's own cost on top of the query embedding that retrieval computes anyway.
+    from edge_rag.plan import PlannerHead
+
+    settings = Settings()
+    folder = ModelFolder.open(settings.home / "models" / settings.planner_model)
+    head = PlannerHead(folder, embedder.folder.sha256)
+    features = feature_matrix(rows, embedder)
+    times = []
+    for row in features:
+        start = time.perf_counter()
+        head.probabilities(row)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    return {"head_p50_ms": round(times[len(times) // 2], 3),
+            "head_p95_ms": round(times[int(len(times) * 0.95)], 3)}
+
+
+def _print(result: dict) -> None:
+    acc = result["planner_accuracy"]
+    print(markdown_table(["data set", "queries", "head (5-fold CV)", "rules"],
+                         [[k, v["queries"], v["head_cv"], v["rules"]] for k, v in acc.items()]))
+    print("\nconfusion (rows: label, columns: head CV prediction)")
+    print(markdown_table(["label", *LABELS], [[t, *row.values()] for t, row in result["confusion"].items()]))
+    for name, table in result["table3"].items():
+        methods = [m for m in (*METHOD_OF_LABEL.values(), "auto") if m in table]
+        print(f"\n{name}: accuracy / mean latency ms (auto chose {table['auto_methods']})")
+        print(markdown_table(methods, [[f"{table[m]['accuracy']:.3f} / {table[m]['latency_ms']:.0f}"
+                                        for m in methods]]))
+    print("\nevidence recall of the chosen context, all labelled dev queries")
+    names = list(next(iter(result["recall"].values())))
+    print(markdown_table(["data set", *names], [[k, *v.values()] for k, v in result["recall"].items()]))
+    print(f"\nplanner head latency: {result['planner_ms']}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.planner_eval", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=60, help="stratified answer subset (default: 60)")
+    parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="SLM whose cached answers to use")
+    return parser
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
