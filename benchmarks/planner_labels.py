@@ -5,16 +5,18 @@
 Judges, in the order A < B < C < D < E (none, vector, local, dual, topology):
 
 - **A** by the answer judge: the SLM alone (method ``none``) gives the gold answer (normalised
-  containment). An abstention never earns A, even on an unanswerable query: it says nothing about
-  whether retrieval was needed, and a planner that skips retrieval on a private corpus abstains
-  everywhere.
+  containment), on the data sets whose facts a model can know (Wikipedia: 2wiki, hotpotqa; the
+  LiHua chats are private and MultiHop-RAG's news postdate the model, so no query there earns A).
+  A guess is not knowledge: yes/no golds and golds that appear in the question ("X or Y?")
+  never earn A; nor does an abstention.
 - **B–E** by the retrieval judge (no generation): the method's context (``top_k`` chunks) holds
   the most gold evidence any of the four methods reaches; ties go to the simplest.
 - No method reaches any evidence (and A failed): the data set's prior, single-hop → C,
   multi-hop → E, as the paper does.
 
 Writes ``export/planner_labels.jsonl`` (question, data set, label, judge, the cheap planner
-features against that data set's index, and every method's evidence recall) and
+features against that data set's index, and every method's evidence recall; one part per data
+set is kept in ``benchmarks/results/cache/``) and
 ``benchmarks/results/planner_labels.json`` (label distribution per data set). SLM answers are
 cached (see answer_accuracy), retrieval is rerun (it is cheap).
 """
@@ -29,12 +31,14 @@ from pathlib import Path
 from edge_rag.plan import LABELS, METHOD_OF_LABEL
 from edge_rag.plan.features import FEATURE_VERSION, cheap_features
 
-from .answer_accuracy import answer_all
+from .answer_accuracy import answer_all, normalise
 from .common import ROOT, markdown_table, write_result
 from .datasets import DATASETS, Dataset, open_index
 
 LABELS_FILE = ROOT / "export" / "planner_labels.jsonl"
 RETRIEVAL_LABELS = LABELS[1:]
+WORLD_KNOWLEDGE = ("2wiki", "hotpotqa")
+PARTS = ROOT / "benchmarks" / "results" / "cache"
 
 
 def label_queries(dataset: Dataset, slm: str | None) -> list[dict]:
@@ -43,12 +47,12 @@ def label_queries(dataset: Dataset, slm: str | None) -> list[dict]:
     with open_index(dataset, **({"slm": slm} if slm else {})) as rag:
         recall = dataset.recall(rag)
         queries = dataset.queries()
-        alone = {r["id"]: r for r in answer_all(rag, dataset.name, queries, "none", slm)} if slm else {}
+        knowable = [q for q in queries if _knowable(q)] if slm and dataset.name in WORLD_KNOWLEDGE else []
+        alone = {r["id"]: r["correct"] for r in answer_all(rag, dataset.name, knowable, "none", slm)}
         for query in queries:
             recalls = {label: recall(rag.retrieve(query["question"], METHOD_OF_LABEL[label]).chunks,
                                      query, rag.settings.top_k) for label in RETRIEVAL_LABELS}
-            label, judge = choose_label(alone.get(query["id"], {}).get("correct", False), recalls,
-                                        dataset.multi_hop(query))
+            label, judge = choose_label(alone.get(query["id"], False), recalls, dataset.multi_hop(query))
             rows.append({"dataset": dataset.name, "id": query["id"], "question": query["question"],
                          "type": query["type"], "label": label, "judge": judge,
                          "recall": {k: round(v, 4) for k, v in recalls.items()},
@@ -56,6 +60,11 @@ def label_queries(dataset: Dataset, slm: str | None) -> list[dict]:
                          "cheap": [round(v, 4) for v in cheap_features(query["question"],
                                                                        rag.name_matcher()).tolist()]})
     return rows
+
+
+def _knowable(query: dict) -> bool:
+    gold = normalise(query["answer"])
+    return gold not in {"yes", "no"} and gold not in normalise(query["question"])
 
 
 def choose_label(alone_correct: bool, recalls: dict[str, float], multi_hop: bool) -> tuple[str, str]:
@@ -71,9 +80,12 @@ def choose_label(alone_correct: bool, recalls: dict[str, float], multi_hop: bool
 def main(argv: list[str] | None = None) -> int:
     """Label the dev queries of the chosen data sets and write the labels file."""
     args = _parser().parse_args(argv)
-    rows = []
+    PARTS.mkdir(parents=True, exist_ok=True)
     for name in args.datasets.split(","):
-        rows += label_queries(DATASETS[name], None if args.no_slm else args.slm)
+        part = label_queries(DATASETS[name], None if args.no_slm else args.slm)
+        (PARTS / f"planner-labels-{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part))
+    rows = [json.loads(line) for name in DATASETS if (PARTS / f"planner-labels-{name}.jsonl").is_file()
+            for line in (PARTS / f"planner-labels-{name}.jsonl").read_text().splitlines()]
     Path(args.output).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     summary = {name: dict(Counter(r["label"] for r in rows if r["dataset"] == name))
                for name in dict.fromkeys(r["dataset"] for r in rows)}
@@ -90,7 +102,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.planner_labels", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default="lihua,2wiki,hotpotqa,multihop",
-                        help="comma-separated data sets (default: %(default)s)")
+                        help="comma-separated data sets to (re)label; the labels file joins every "
+                        "data set labelled so far (default: %(default)s)")
     parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="SLM for the A judge")
     parser.add_argument("--no-slm", action="store_true", help="skip the A judge (no generation)")
     parser.add_argument("--output", default=str(LABELS_FILE), help="labels file (default: %(default)s)")

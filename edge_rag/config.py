@@ -60,6 +60,7 @@ class Settings:
     lr_alpha: float = 0.7
     tr_hops: int = 2
     graph_support_weight: float = 0.25
+    graph_support_spread: float = 0.5
     use_weights: bool = True
     keyword_extractor: str = "rules"
     planner: str = "head"
@@ -94,6 +95,7 @@ class Settings:
                "graph_entities and graph_relations must be at least 1")
         _check(1 <= self.tr_hops <= 3, "tr_hops must be 1, 2 or 3")
         _check(self.graph_support_weight >= 0, "graph_support_weight must be >= 0")
+        _check(0 <= self.graph_support_spread <= 1, "graph_support_spread must be within [0, 1]")
         _check(self.keyword_extractor in ("rules", "slm"), "keyword_extractor must be rules or slm")
         _check(self.planner in PLANNERS, f"planner must be one of {PLANNERS}")
         _check(self.planner_fallback in FIXED_METHODS, f"planner_fallback must be one of {FIXED_METHODS}")

@@ -6,7 +6,9 @@ entities' chunks). The paper leaves their order open; here a chunk is ranked by 
 support — the summed scores of the chosen entities and relations that link to it, divided by
 the largest such sum, times ``graph_support_weight`` — plus its cosine similarity to the query,
 so that among the chunks of a busy entity (one person in every conversation) the ones about the
-question come first.
+question come first. An entity or relation linked to n of the candidate chunks gives each of
+them score / n^``graph_support_spread`` (0.5 by default): a pair that talks in every
+conversation says little about any one of them, a rare relation says much about its few chunks.
 """
 
 from __future__ import annotations
@@ -73,10 +75,6 @@ def entity_names(conn: sqlite3.Connection) -> list[str]:
     return sorted({row[0] for row in rows})
 
 
-import os
-SPREAD = float(os.environ.get("SPREAD", "0"))
-
-
 class GraphReader:
     """Read-only access to the graph of an open index."""
 
@@ -135,6 +133,7 @@ class GraphReader:
                top_k: int) -> list[RetrievedChunk]:
         """G_index(E, R): chunks linked to the chosen entities and relations, ranked (see module)."""
         support: dict[int, float] = defaultdict(float)
+        share = self.view.settings.graph_support_spread
         ends = {e: relation_scores.get(r.id, 0.0) for r in similar for e in (r.source_id, r.target_id)}
         for table, column, scores in (("chunk_entities", "entity_id", entity_scores),
                                       ("relation_chunks", "relation_id", relation_scores),
@@ -142,7 +141,7 @@ class GraphReader:
             links = self._links(table, column, scores)
             spread = Counter(item for _, item in links)
             for chunk_id, item in links:
-                support[chunk_id] += scores[item] / spread[item] ** SPREAD
+                support[chunk_id] += scores[item] / spread[item] ** share
         return self._rank(question_vector, support, top_k)
 
     def _rank(self, question_vector: np.ndarray, support: dict[int, float],

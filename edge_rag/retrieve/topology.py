@@ -54,9 +54,9 @@ class TopologyRetriever:
         with timed(result.timings_ms, "entities"):
             anchors = nearest_entities(self.graph, terms, max(1, len(terms)))
         with timed(result.timings_ms, "paths"):
-            scored = score_relations(self.graph, {e.id for e in anchors}, keywords.answer_types,
-                                     self.settings.tr_hops, self.settings.use_weights)
-            chosen = sorted(scored, key=lambda r: (-r.rank, r.id))[: self.settings.graph_relations]
+            chosen = score_relations(self.graph, {e.id for e in anchors}, keywords.answer_types,
+                                     self.settings.tr_hops, self.settings.use_weights,
+                                     self.settings.graph_relations)
         with timed(result.timings_ms, "chunks"):
             entity_scores = {e.id: e.score for e in anchors}
             result.chunks = self.graph.chunks(query, entity_scores, {r.id: r.rank for r in chosen},
@@ -65,19 +65,20 @@ class TopologyRetriever:
 
 
 def score_relations(graph: GraphReader, anchors: set[int], types: tuple[str, ...], hops: int,
-                    use_weights: bool) -> list[Relation]:
-    """Every relation within ``hops`` of the anchors with rank S(r) = S_R(r) + S_E(r)."""
+                    use_weights: bool, top: int | None = None) -> list[Relation]:
+    """Relations within ``hops`` of the anchors with rank S(r) = S_R(r) + S_E(r), best first
+    (eqs. 27–28: the ``top`` best, or all)."""
     relations, path, direct = expand(graph, anchors, hops, use_weights)
     endpoints = {i for r in relations.values() for i in (r.source_id, r.target_id)}
     answers = {e.id for e in graph.entities(endpoints).values() if e.type in types} - anchors
-    out = []
+    ranks = {}
     for relation in relations.values():
         ends = (relation.source_id, relation.target_id)
         s_r = relation_score(graph, relation, anchors, use_weights) if relation.id in direct \
             else path[relation.id]
-        s_e = sum(i in anchors for i in ends) + sum(i in answers for i in ends)
-        out.append(replace(relation, rank=s_r + s_e))
-    return out
+        ranks[relation.id] = s_r + sum(i in anchors for i in ends) + sum(i in answers for i in ends)
+    best = sorted(ranks, key=lambda i: (-ranks[i], i))[:top]
+    return [replace(relations[i], rank=ranks[i]) for i in best]
 
 
 def expand(graph: GraphReader, anchors: set[int], hops: int,
@@ -86,6 +87,7 @@ def expand(graph: GraphReader, anchors: set[int], hops: int,
     each (eq. 24), and the ids of the relations that touch an anchor."""
     first = graph.one_hop(anchors)
     relations = {r.id: r for r in first}
+    direct = set(relations)
     path = {r.id: r.unified_weight(use_weights) for r in first}
     reach = _reach(first, anchors, path)
     seen = set(anchors)
@@ -94,7 +96,7 @@ def expand(graph: GraphReader, anchors: set[int], hops: int,
         seen |= frontier
         step: dict[int, float] = {}
         for relation in graph.one_hop(frontier):
-            if relation.id in relations and relation.id in {r.id for r in first}:
+            if relation.id in direct:
                 continue
             for end in {relation.source_id, relation.target_id} & frontier:
                 value = reach[end] * relation.unified_weight(use_weights)
@@ -103,7 +105,7 @@ def expand(graph: GraphReader, anchors: set[int], hops: int,
                 other = relation.other(end)
                 step[other] = max(step.get(other, 0.0), value)
         reach.update({e: v for e, v in step.items() if v > reach.get(e, 0.0)})
-    return relations, path, {r.id for r in first}
+    return relations, path, direct
 
 
 def relation_score(graph: GraphReader, relation: Relation, anchors: set[int], use_weights: bool) -> float:
