@@ -13,13 +13,14 @@ reruns are cheap.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import string
 import time
 from pathlib import Path
 
-from edge_rag import EdgeRAG
+from edge_rag import EdgeRAG, Settings
 from edge_rag.prompts import PROMPT_VERSION
 
 from .common import RESULTS, markdown_table, peak_rss_mb, write_result
@@ -29,6 +30,8 @@ MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|s
                      r"|no (?:information|mention)|does not (?:say|state)|cannot (?:be )?(?:determin|answer)"
                      r"|unknown|not (?:available|known)")
 
+GRAPH_FIELDS = ("top_k", "context_token_budget", "graph_entities", "graph_relations", "lr_alpha", "tr_hops",
+                "graph_support_weight", "graph_support_spread", "keyword_extractor")
 CITATION = re.compile(r"\[\d+(?:,\s*\d+)*\]")
 
 
@@ -105,16 +108,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def cache_path(dataset: str, slm: str, method: str) -> Path:
-    """Where the answers of one data set, SLM and method (``-noweights`` suffix included) live."""
+def cache_path(dataset: str, slm: str, method: str, settings: Settings | None = None) -> Path:
+    """Where the answers of one data set, SLM and method (``-noweights`` suffix included) live.
+
+    Graph methods' files also carry a fingerprint of the settings that shape their context, so
+    that a changed ranking never reuses stale answers.
+    """
     tag = "" if dataset == "lihua" else f"{dataset}-"
+    settings = settings or Settings()
+    if method.split("-")[0] in ("local", "dual", "topology"):
+        shape = [getattr(settings, f) for f in GRAPH_FIELDS]
+        method += "-g" + hashlib.sha256(repr(shape).encode()).hexdigest()[:6]
     return RESULTS / "cache" / f"answers-{tag}{slm}-{method}-p{PROMPT_VERSION}.jsonl"
 
 
 def answer_all(rag: EdgeRAG, dataset: str, queries: list[dict], method: str, slm: str) -> list[dict]:
     """Answer (or take from the cache) and judge every query; the open index's settings apply."""
     name = method + ("" if rag.settings.use_weights else "-noweights")
-    path = cache_path(dataset, slm, name)
+    path = cache_path(dataset, slm, name, rag.settings)
     cache = _load_cache(path)
     return [_answer(rag, q, method, cache, path) for q in queries]
 

@@ -113,3 +113,29 @@ def test_the_open_index_reloads_entity_names_after_an_insert(tmp_path, model_fol
         assert rag.name_matcher() is first and "MarcoPolo" in first.names
         rag.insert_text("Time: 20260102_10:00\nLiHua: ZoeQuinn brought the cake.", source="two")
         assert "ZoeQuinn" in rag.name_matcher().names
+
+
+
+def test_chunk_support_is_shared_among_a_busy_items_chunks(tmp_path, model_folder) -> None:
+    with EdgeRAG.open(tmp_path / "index", extractor="none", progress=False,
+                      graph_support_weight=1.0, graph_support_spread=0.5) as rag:
+        for text in ("Ana bakes bread.", "Ana runs at dawn.", "Ana paints boats.", "Ana sings."):
+            rag.insert_text(text, source=text)
+        c1, c2, c3, c4 = [row[0] for row in rag.store.conn.execute("SELECT id FROM chunks ORDER BY id")]
+        with rag.store.write():
+            rag.store.conn.execute("INSERT INTO entities(id, name, type) VALUES (1, 'Ana', 'person'), "
+                                   "(2, 'bread', 'concept')")
+            rag.store.conn.execute("INSERT INTO relations(id, kind, source_id, target_id, weight) "
+                                   "VALUES (1, 'structural', 1, 2, 0.5)")
+            rag.store.conn.executemany("INSERT INTO chunk_entities VALUES (?, 1)",
+                                       [(c,) for c in (c1, c2, c3, c4)])
+            rag.store.conn.execute("INSERT INTO relation_chunks VALUES (1, ?)", (c1,))
+        view = IndexView(rag.settings, rag.store, rag.embedder, rag._vectors())
+        reader = GraphReader(view, rag._vectors("entity"), rag._vectors("relation"))
+        query = rag.embedder.embed_one("What does Ana do?")
+        found = {c.chunk_id: c.score for c in reader.chunks(query, {1: 1.0}, {1: 2.0}, [], top_k=4)}
+        cosine = reader._similarity("chunks", query, [c1, c2, c3, c4])
+    # Ana links 4 chunks: 1/√4 = 0.5 each; the relation links c1 alone: 2/√1. Support c1 2.5, others
+    # 0.5, divided by the largest (2.5), times β = 1, plus the cosine.
+    expected = {c1: 1.0 + cosine[c1], c2: 0.2 + cosine[c2], c3: 0.2 + cosine[c3], c4: 0.2 + cosine[c4]}
+    assert found == pytest.approx(expected, abs=1e-5)
