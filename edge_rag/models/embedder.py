@@ -13,6 +13,8 @@ from ..config import Settings
 from .folder import ModelFolder
 from .session import new_session, session_options, settings_session_options
 
+RECENT = 8
+
 
 class Embedder:
     """Turns texts into unit-length float32 vectors with an exported encoder."""
@@ -28,6 +30,7 @@ class Embedder:
         self.tokenizer.no_truncation()
         self.session = new_session(str(folder.onnx_path), options or session_options(threads))
         self._input_names = {i.name for i in self.session.get_inputs()}
+        self._recent: dict[str, np.ndarray] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings, folder: ModelFolder | None = None) -> Embedder:
@@ -55,8 +58,15 @@ class Embedder:
         return out
 
     def embed_one(self, text: str) -> np.ndarray:
-        """Embed a single text; returns float32 ``[dim]``."""
-        return self.embed([text])[0]
+        """Embed a single text; returns float32 ``[dim]``.
+
+        The last few texts are remembered: planning and then retrieving embed the same question.
+        """
+        if text not in self._recent:
+            if len(self._recent) >= RECENT:
+                self._recent.pop(next(iter(self._recent)))
+            self._recent[text] = self.embed([text])[0]
+        return self._recent[text].copy()
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(texts)
