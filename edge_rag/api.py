@@ -19,7 +19,7 @@ from .index.graph import GraphBuilder
 from .models import Embedder, ModelFolder
 from .models.session import settings_session_options
 from .models.slm import SLM, SLM_HINT
-from .plan import Plan, Planner, make_planner, plan
+from .plan import Plan, Planner, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, make_retriever
 from .retrieve.graph import entity_names
 from .retrieve.keywords import NameMatcher
@@ -155,7 +155,7 @@ class EdgeRAG:
         if self._planner is None:
             self._planner = make_planner(self.settings, lambda: self.embedder, lambda: self.slm,
                                          self.name_matcher)
-        return plan(self._planner, question, self.settings.planner_threshold,
+        return run_planner(self._planner, question, self.settings.planner_threshold,
                     self.settings.planner_fallback)
 
     def ask(self, question: str, method: str = "vector", top_k: int | None = None,
@@ -182,6 +182,17 @@ class EdgeRAG:
     def graph(self, around: str | None = None, hops: int = 2) -> dict[str, Any]:
         """The entity graph as JSON-ready nodes and edges, or the neighbourhood of one entity."""
         return graph_data(self.store.conn, around, hops)
+
+    def name_matcher(self) -> NameMatcher:
+        """The graph's entity names, prepared for matching query text (reloaded when the index
+        changes)."""
+        # Reloaded only when the index changed: data_version moves on other connections' commits,
+        # total_changes on this one's.
+        conn = self.store.conn
+        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        if self._names is None or self._names[0] != version:
+            self._names = (version, NameMatcher(entity_names(conn)))
+        return self._names[1]
 
     def documents(self) -> list[DocumentRecord]:
         """Every stored document."""
@@ -234,17 +245,6 @@ class EdgeRAG:
             if current.rebuilt:
                 self._persist_rebuilt(current)
         return current
-
-    def name_matcher(self) -> NameMatcher:
-        """The graph's entity names, prepared for matching query text (reloaded when the index
-        changes)."""
-        # Reloaded only when the index changed: data_version moves on other connections' commits,
-        # total_changes on this one's.
-        conn = self.store.conn
-        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
-        if self._names is None or self._names[0] != version:
-            self._names = (version, NameMatcher(entity_names(conn)))
-        return self._names[1]
 
     def _persist_rebuilt(self, vectors: VectorIndex) -> None:
         # A reader that had to rebuild saves the result only when no writer is active.

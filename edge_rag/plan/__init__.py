@@ -111,7 +111,7 @@ def make_planner(settings: Settings, embedder: Callable[[], Embedder], slm: Call
         return RulePlanner(names)
 
 
-def plan(planner: Planner, question: str, threshold: float, fallback: str) -> Plan:
+def run_planner(planner: Planner, question: str, threshold: float, fallback: str) -> Plan:
     """Run the planner; a head's top probability below ``threshold`` means the safer ``fallback``."""
     start = time.perf_counter()
     label, probabilities = planner.choose(question)
@@ -122,4 +122,4 @@ def plan(planner: Planner, question: str, threshold: float, fallback: str) -> Pl
 
 
 __all__ = ["LABELS", "METHOD_OF_LABEL", "PLANNERS", "HeadPlanner", "Plan", "Planner", "PlannerHead",
-           "RulePlanner", "SLMPlanner", "make_planner", "plan", "plan_features"]
+           "RulePlanner", "SLMPlanner", "make_planner", "plan_features", "run_planner"]
