@@ -22,6 +22,7 @@ from pathlib import Path
 
 from edge_rag import EdgeRAG, Settings
 from edge_rag.prompts import PROMPT_VERSION
+from edge_rag.retrieve import RETRIEVAL_VERSION
 
 from .common import RESULTS, markdown_table, peak_rss_mb, write_result
 from .datasets import DATASETS, open_index
@@ -117,7 +118,7 @@ def cache_path(dataset: str, slm: str, method: str, settings: Settings | None = 
     tag = "" if dataset == "lihua" else f"{dataset}-"
     settings = settings or Settings()
     if method.split("-")[0] in ("local", "dual", "topology"):
-        shape = [getattr(settings, f) for f in GRAPH_FIELDS]
+        shape = [RETRIEVAL_VERSION, *(getattr(settings, f) for f in GRAPH_FIELDS)]
         method += "-g" + hashlib.sha256(repr(shape).encode()).hexdigest()[:6]
     return RESULTS / "cache" / f"answers-{tag}{slm}-{method}-p{PROMPT_VERSION}.jsonl"
 

@@ -14,6 +14,8 @@ from .vector import NoRetriever, VectorRetriever
 RETRIEVERS: dict[str, type] = {"none": NoRetriever, "vector": VectorRetriever, "local": LocalRetriever,
                                "dual": DualRetriever, "topology": TopologyRetriever}
 GRAPH_METHODS = ("local", "dual", "topology")
+# Bumped when a change of code (not of settings) changes what the graph methods return.
+RETRIEVAL_VERSION = "2"
 ALIASES = {"vr": "vector", "naive": "vector", "lr": "local", "dr": "dual", "tr": "topology"}
 
 
@@ -30,4 +32,5 @@ def make_retriever(method: str, view: IndexView) -> Retriever:
     return RETRIEVERS[name](view)
 
 
-__all__ = ["RETRIEVERS", "IndexView", "Retrieval", "RetrievedChunk", "Retriever", "make_retriever"]
+__all__ = ["RETRIEVAL_VERSION", "RETRIEVERS", "IndexView", "Retrieval", "RetrievedChunk", "Retriever",
+           "make_retriever"]
