@@ -22,7 +22,7 @@ import time
 from collections import Counter
 
 import numpy as np
-from edge_rag_export.planner import cross_validate, feature_matrix, read_labels
+from edge_rag_export.planner import cross_validate, feature_matrix, read_labels, targets
 
 from edge_rag import Settings
 from edge_rag.models import Embedder, ModelFolder
@@ -43,12 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = read_labels()
     embedder = Embedder(ModelFolder.open(settings.home / "models" / settings.embedder))
     features = feature_matrix(rows, embedder)
-    truth = np.asarray([LABELS.index(r["label"]) for r in rows])
-    probs = cross_validate(features, truth)
+    truth, soft = np.asarray([LABELS.index(r["label"]) for r in rows]), targets(rows)
+    probs = cross_validate(features, soft)
     plans = [_choose(p, settings) for p in probs]
     rules = [rule_label(np.asarray(r["cheap"], dtype=np.float32)) for r in rows]
     result = {"queries": len(rows), "labels": dict(Counter(r["label"] for r in rows)),
-              "planner_accuracy": _accuracy(rows, truth, probs.argmax(axis=1), rules),
+              "planner_accuracy": _accuracy(rows, truth, probs.argmax(axis=1), rules, soft),
               "confusion": _confusion(truth, probs.argmax(axis=1)),
               "recall": _recall_table(rows, plans),
               "table3": {name: _table3(name, rows, plans, args) for name in TABLE_DATASETS},
@@ -65,12 +65,17 @@ def _choose(probabilities: np.ndarray, settings: Settings) -> tuple[str, str]:
     return label, METHOD_OF_LABEL[label]
 
 
-def _accuracy(rows: list[dict], truth: np.ndarray, cv: np.ndarray, rules: list[str]) -> dict:
+def _accuracy(rows: list[dict], truth: np.ndarray, cv: np.ndarray, rules: list[str],
+              soft: np.ndarray) -> dict:
     out = {}
+    works = soft > 0
     for name in [*dict.fromkeys(r["dataset"] for r in rows), "all"]:
         pick = [i for i, r in enumerate(rows) if name in ("all", r["dataset"])]
         out[name] = {"queries": len(pick), "head_cv": round(float((cv[pick] == truth[pick]).mean()), 3),
-                     "rules": round(float(np.mean([rules[i] == rows[i]["label"] for i in pick])), 3)}
+                     "head_cv_works": round(float(np.mean([works[i, cv[i]] for i in pick])), 3),
+                     "rules": round(float(np.mean([rules[i] == rows[i]["label"] for i in pick])), 3),
+                     "rules_works": round(float(np.mean([works[i, LABELS.index(rules[i])]
+                                                         for i in pick])), 3)}
     return out
 
 
@@ -139,8 +144,10 @@ def _planner_latency(embedder: Embedder, rows: list[dict]) -> dict:
 
 def _print(result: dict) -> None:
     acc = result["planner_accuracy"]
-    print(markdown_table(["data set", "queries", "head (5-fold CV)", "rules"],
-                         [[k, v["queries"], v["head_cv"], v["rules"]] for k, v in acc.items()]))
+    print(markdown_table(["data set", "queries", "head = label (5-fold CV)", "head picks a working method",
+                          "rules = label", "rules pick a working method"],
+                         [[k, v["queries"], v["head_cv"], v["head_cv_works"], v["rules"], v["rules_works"]]
+                          for k, v in acc.items()]))
     print("\nconfusion (rows: label, columns: head CV prediction)")
     print(markdown_table(["label", *LABELS], [[t, *row.values()] for t, row in result["confusion"].items()]))
     for name, table in result["table3"].items():

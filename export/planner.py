@@ -5,8 +5,11 @@
 The labels (``planner_labels.jsonl`` next to this module) are made by
 ``python -m benchmarks.planner_labels``: one row per dev query with its label A–E and the cheap
 features computed against that data set's index. Here each question is embedded with the default
-embedder, the head (features → 64 ReLU → 5, softmax) is trained with class-balanced
-cross-entropy, exported to ONNX, quantized to int8 (dynamic, per channel) and checked: the int8
+embedder, the head (features → 64 ReLU → 5, softmax) is trained with cross-entropy against
+soft targets — spread evenly over every method that works for the query (the label is the
+simplest of them; a one-label target made the head pick the cheap method where a stronger one
+was as good, and lose recall to plain dual retrieval) — exported to ONNX, quantized to int8
+(dynamic, per channel) and checked: the int8
 head must choose the fp32 head's label on at least 95 % of the training queries. The fp32 graph
 (a few hundred KB) stays in the folder as ``model.fp32.onnx`` so that the check can be repeated.
 """
@@ -56,22 +59,32 @@ def feature_matrix(rows: list[dict[str, Any]], embedder: Embedder) -> np.ndarray
     return np.concatenate([vectors.astype(np.float32), cheap], axis=1)
 
 
-def train(features: np.ndarray, labels: np.ndarray, seed: int = SEED) -> Any:
-    """A two-layer MLP trained with class-balanced cross-entropy, full batch, Adam."""
+def targets(rows: list[dict[str, Any]]) -> np.ndarray:
+    """Soft targets: even over the methods that reach the best recall (retrieval judge), else
+    one-hot on the label (answer judge, prior)."""
+    out = np.zeros((len(rows), len(LABELS)), dtype=np.float32)
+    for i, row in enumerate(rows):
+        works = [row["label"]]
+        if row["judge"] == "retrieval":
+            best = max(row["recall"].values())
+            works = [k for k, v in row["recall"].items() if v >= best - 1e-9]
+        out[i, [LABELS.index(k) for k in works]] = 1.0 / len(works)
+    return out
+
+
+def train(features: np.ndarray, soft: np.ndarray, seed: int = SEED) -> Any:
+    """A two-layer MLP trained with soft-target cross-entropy, full batch, Adam."""
     import torch
 
     torch.manual_seed(seed)
-    counts = np.bincount(labels, minlength=len(LABELS)).astype(np.float32)
-    weights = torch.tensor(np.where(counts > 0, counts.sum() / np.maximum(counts, 1) / len(LABELS), 0.0))
     model = torch.nn.Sequential(torch.nn.Linear(features.shape[1], HIDDEN), torch.nn.ReLU(),
                                 torch.nn.Dropout(0.2), torch.nn.Linear(HIDDEN, len(LABELS)))
     optimiser = torch.optim.Adam(model.parameters(), lr=3e-3, weight_decay=1e-3)
-    x, y = torch.tensor(features), torch.tensor(labels)
-    loss_fn = torch.nn.CrossEntropyLoss(weight=weights.float())
+    x, t = torch.tensor(features), torch.tensor(soft)
     model.train()
     for _ in range(EPOCHS):
         optimiser.zero_grad()
-        loss_fn(model(x), y).backward()
+        (-(t * torch.log_softmax(model(x), dim=1)).sum(dim=1).mean()).backward()
         optimiser.step()
     return model.eval()
 
@@ -84,14 +97,14 @@ def probabilities(model: Any, features: np.ndarray) -> np.ndarray:
         return torch.softmax(model(torch.tensor(features)), dim=1).numpy()
 
 
-def cross_validate(features: np.ndarray, labels: np.ndarray, folds: int = 5) -> np.ndarray:
+def cross_validate(features: np.ndarray, soft: np.ndarray, folds: int = 5) -> np.ndarray:
     """Out-of-fold probabilities (every query predicted by a head that never saw it)."""
-    order = np.random.default_rng(SEED).permutation(len(labels))
-    out = np.zeros((len(labels), len(LABELS)), dtype=np.float32)
+    order = np.random.default_rng(SEED).permutation(len(soft))
+    out = np.zeros((len(soft), len(LABELS)), dtype=np.float32)
     for fold in range(folds):
         held = order[fold::folds]
         keep = np.setdiff1d(order, held)
-        out[held] = probabilities(train(features[keep], labels[keep]), features[held])
+        out[held] = probabilities(train(features[keep], soft[keep]), features[held])
     return out
 
 
@@ -107,11 +120,11 @@ def export_planner(home: Path, labels_path: Path | None = None, name: str = DEFA
     embedder = Embedder(ModelFolder.open(home / "models" / embedder_name))
     _log(f"embedding {len(rows)} labelled queries ...")
     features = feature_matrix(rows, embedder)
-    labels = np.asarray([LABELS.index(r["label"]) for r in rows])
+    labels, soft = np.asarray([LABELS.index(r["label"]) for r in rows]), targets(rows)
     _log("cross-validating (5 folds) ...")
-    cv = cross_validate(features, labels).argmax(axis=1)
+    cv = cross_validate(features, soft).argmax(axis=1)
     _log(f"training on all {len(rows)} queries and exporting ...")
-    model = train(features, labels)
+    model = train(features, soft)
     with tempfile.TemporaryDirectory(dir=home) as tmp:
         fp32, int8 = Path(tmp) / "model.fp32.onnx", Path(tmp) / "model.onnx"
         _to_onnx(model, features.shape[1], fp32)
@@ -126,12 +139,14 @@ def export_planner(home: Path, labels_path: Path | None = None, name: str = DEFA
                     "embedder_sha256": embedder.folder.sha256, "hidden": HIDDEN,
                     "quantization": "int8-dynamic-per-channel", "int8_fp32_agreement": round(agreement, 4),
                     "cv_accuracy": round(float((cv == labels).mean()), 4),
+                    "cv_works": round(float((soft[np.arange(len(cv)), cv] > 0).mean()), 4),
                     "label_counts": {k: int((labels == i).sum()) for i, k in enumerate(LABELS)},
                     "sha256": file_sha256(int8), "fp32_file": fp32.name, "files": ["model.onnx"]}
         (Path(tmp) / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(tmp, dest)
-    _log(f"planner: cv accuracy {manifest['cv_accuracy']:.3f}, int8 = fp32 on {agreement:.1%}")
+    _log(f"planner: cv accuracy {manifest['cv_accuracy']:.3f} (a working method: "
+         f"{manifest['cv_works']:.3f}), int8 = fp32 on {agreement:.1%}")
     return dest
 
 

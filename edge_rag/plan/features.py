@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 
-from ..retrieve.keywords import NameMatcher, answer_types, rule_keywords
+from ..retrieve.keywords import NameMatcher, answer_types, specific_terms
 
 FEATURE_VERSION = "1"
 QUESTION_WORDS = ("what", "when", "where", "which", "who", "how", "why")
@@ -28,10 +28,11 @@ CHEAP_NAMES = (["entities", "specific_terms", "words", "answer_typed", "yes_no"]
 
 def cheap_features(question: str, names: NameMatcher | None) -> np.ndarray:
     """Shape features in [0, 1]: graph entities matched, terms, length, question word, cues."""
-    keywords = rule_keywords(question, names)
+    found = names.find(question) if names else []
+    terms = dict.fromkeys(specific_terms(question) + found)  # the low-level keywords of DR
     lowered = question.lower().strip()
     first = lowered.split()[0] if lowered.split() else ""
-    values = [min(len(names.find(question)) if names else 0, 5) / 5, min(len(keywords.low), 5) / 5,
+    values = [min(len(found), 5) / 5, min(len(terms), 5) / 5,
               min(len(question.split()), 40) / 40, float(bool(answer_types(question))),
               float(first in {"is", "are", "was", "were", "do", "does", "did", "can", "could"})]
     values += [float(first == w or lowered.startswith(f"{w} ")) for w in QUESTION_WORDS]

@@ -50,7 +50,7 @@ class Keywords:
 
 def rule_keywords(question: str, names: NameMatcher | None = None) -> Keywords:
     """Keywords without a model (see module docstring)."""
-    low = _specific_terms(question) + (names.find(question) if names else [])
+    low = specific_terms(question) + (names.find(question) if names else [])
     low = list(dict.fromkeys(low))
     taken = {w.lower() for term in low for w in term.split()}
     high = [w for w in re.findall(r"[A-Za-z][\w'\-]+", question)
@@ -77,7 +77,8 @@ def slm_keywords(slm: SLM, question: str) -> Keywords:
     return Keywords(split(data["low_level"]), split(data["high_level"]), answer_types(question))
 
 
-def _specific_terms(question: str) -> list[str]:
+def specific_terms(question: str) -> list[str]:
+    """Name spans, quoted titles, dates, times and quantities the question mentions."""
     found = [m.group(m.lastindex or 0) for _, pattern in PATTERNS for m in pattern.finditer(question)]
     for match in NAME.finditer(question):
         words = [w for w in match.group().split() if w.lower() not in STOPWORDS | QUESTION_WORDS]
