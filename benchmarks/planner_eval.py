@@ -1,17 +1,18 @@
 """The adaptive planner on dev data (paper Table 3 shape): auto against every fixed method.
 
-    python -m benchmarks.planner_eval [--limit 60] [--slm qwen2.5-coder-0.5b-int8]
+    python -m benchmarks.planner_eval [--limits lihua=60,2wiki=40] [--slm qwen2.5-coder-0.5b-int8]
 
 Needs ``export/planner_labels.jsonl`` (``python -m benchmarks.planner_labels``) and the answers of
 every fixed method on the type-stratified subsets (``python -m benchmarks.answer_accuracy
---dataset D --method M --limit 60``; cached, so this script only reads them).
+--dataset D --method M --limit N``; cached, so this script only reads them).
 
 - **Planner accuracy**: 5-fold cross-validated labels of the head (each query planned by a head
   that never saw it), per data set, with the confusion matrix; the rule planner beside it.
 - **Table 3 shape**: on the LiHua-World and 2WikiMultihopQA subsets, answer accuracy and mean
   latency (retrieval + prefill + decode) of none/vector/local/dual/topology and of auto, where
   auto takes the cross-validated plan (below ``planner_threshold`` → ``planner_fallback``) and
-  the cached answer of the method it chose — the pipeline after planning is the same.
+  the cached answer of the method it chose — the pipeline after planning is the same — plus the
+  planner's own time (question embedding, cheap features, head) measured on the open index.
 - **Evidence recall** of auto vs fixed methods on *all* labelled dev queries (retrieval judge).
 """
 
@@ -24,7 +25,7 @@ from collections import Counter
 import numpy as np
 from edge_rag_export.planner import cross_validate, feature_matrix, read_labels, targets
 
-from edge_rag import Settings
+from edge_rag import EdgeRAG, Settings
 from edge_rag.models import Embedder, ModelFolder
 from edge_rag.plan import LABELS, METHOD_OF_LABEL
 from edge_rag.plan.rules import rule_label
@@ -32,8 +33,6 @@ from edge_rag.plan.rules import rule_label
 from .answer_accuracy import _load_cache, cache_path, stratified
 from .common import markdown_table, write_result
 from .datasets import DATASETS
-
-TABLE_DATASETS = ("lihua", "2wiki")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
               "planner_accuracy": _accuracy(rows, truth, probs.argmax(axis=1), rules, soft),
               "confusion": _confusion(truth, probs.argmax(axis=1)),
               "recall": _recall_table(rows, plans),
-              "table3": {name: _table3(name, rows, plans, args) for name in TABLE_DATASETS},
+              "table3": {name: _table3(name, rows, plans, limit, args.slm)
+                         for name, limit in _limits(args.limits).items()},
               "planner_ms": _planner_latency(embedder, rows[:50])}
     _print(result)
     write_result("planner_eval", result)
@@ -96,17 +96,32 @@ def _recall_table(rows: list[dict], plans: list[tuple[str, str]]) -> dict:
     return out
 
 
-def _table3(name: str, rows: list[dict], plans: list[tuple[str, str]], args: argparse.Namespace) -> dict:
-    subset = stratified(DATASETS[name].queries(), args.limit)
-    answers = {m: _load_cache(cache_path(name, args.slm, m)) for m in METHOD_OF_LABEL.values()}
+def _limits(text: str) -> dict[str, int]:
+    return {name: int(n) for name, n in (part.split("=") for part in text.split(","))}
+
+
+def _table3(name: str, rows: list[dict], plans: list[tuple[str, str]], limit: int, slm: str) -> dict:
+    subset = stratified(DATASETS[name].queries(), limit)
+    answers = {m: _load_cache(cache_path(name, slm, m)) for m in METHOD_OF_LABEL.values()}
     plan_of = {r["id"]: plans[i] for i, r in enumerate(rows) if r["dataset"] == name}
     judged = {m: [_judge(q, answers[m].get(q["id"])) for q in subset] for m in answers}
     table = {m: _summarise(v) for m, v in judged.items() if all(x is not None for x in v)}
     auto = [_judge(q, answers[plan_of[q["id"]][1]].get(q["id"])) for q in subset if q["id"] in plan_of]
     if auto and all(x is not None for x in auto):
-        table["auto"] = _summarise(auto)
+        plan_ms = _plan_ms(name, subset)
+        table["auto"] = _summarise([(ok, ms + plan_ms) for ok, ms in auto])
+        table["auto"]["plan_ms"] = round(plan_ms, 1)
     table["auto_methods"] = dict(Counter(plan_of[q["id"]][1] for q in subset if q["id"] in plan_of))
     return table
+
+
+def _plan_ms(name: str, subset: list[dict]) -> float:
+    with EdgeRAG.open(DATASETS[name].index, create=False, progress=False) as rag:
+        rag.plan(subset[0]["question"])  # loads the embedder and the head
+        start = time.perf_counter()
+        for query in subset:
+            rag.plan(query["question"])
+        return (time.perf_counter() - start) * 1000 / len(subset)
 
 
 def _judge(query: dict, row: dict | None) -> tuple[bool, float] | None:
@@ -164,7 +179,8 @@ def _print(result: dict) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.planner_eval", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--limit", type=int, default=60, help="stratified answer subset (default: 60)")
+    parser.add_argument("--limits", default="lihua=60,2wiki=40",
+                        help="data sets and their stratified answer subsets (default: %(default)s)")
     parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="SLM whose cached answers to use")
     return parser
 
