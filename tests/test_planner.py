@@ -72,7 +72,8 @@ def test_auto_retrieval_records_the_heads_plan(planner_home: Path, lihua_index: 
 
 
 def test_without_an_exported_head_auto_falls_back_to_rules(lihua_index: Path) -> None:
-    with EdgeRAG.open(lihua_index, create=False, planner_model="no-such-head") as rag:
+    with EdgeRAG.open(lihua_index, create=False, planner_model="no-such-head") as rag, \
+            pytest.warns(UserWarning, match="export planner"):
         found = rag.retrieve(QUESTION, method="auto")
     assert found.plan.planner == "rules" and found.plan.method in {"vector", "local", "dual", "topology"}
     assert found.chunks

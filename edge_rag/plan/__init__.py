@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -107,7 +108,8 @@ def make_planner(settings: Settings, embedder: Callable[[], Embedder], slm: Call
     try:
         folder = ModelFolder.open(settings.home / "models" / settings.planner_model, PLANNER_HINT)
         return HeadPlanner(PlannerHead(folder, model.folder.sha256), model, names)
-    except ModelNotFound:
+    except ModelNotFound as exc:
+        warnings.warn(f"{exc}; planning by rules", stacklevel=3)
         return RulePlanner(names)
 
 
