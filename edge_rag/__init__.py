@@ -19,6 +19,7 @@ from .errors import (
     UnknownMethod,
 )
 from .index import Document, InsertReport
+from .plan import Plan
 from .retrieve import Retrieval, RetrievedChunk
 
 __version__ = "0.1.0"
@@ -28,6 +29,6 @@ __all__ = [
     "IndexCorrupt",
     "IndexLocked", "IndexStats", "InsertReport", "MissingExtra", "ModelNotFound", "NoSuchDocument",
     "NoSuchEntity",
-    "NotAnIndex", "Retrieval", "RetrievedChunk", "SchemaMismatch", "Settings", "SettingsError",
+    "NotAnIndex", "Plan", "Retrieval", "RetrievedChunk", "SchemaMismatch", "Settings", "SettingsError",
     "UnknownMethod", "__version__",
 ]
