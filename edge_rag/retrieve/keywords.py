@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
 from rapidfuzz import fuzz, process
 
 from ..index.fast import NAME, PATTERNS, STOPWORDS
@@ -100,11 +101,11 @@ class NameMatcher:
             return []
         words = re.findall(r"[\w'\-]+", question)
         grams = {" ".join(words[i : i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)}
-        grams = [g for g in grams if g.lower() not in STOPWORDS | QUESTION_WORDS and len(g) > 2]
-        out = []
-        for gram in sorted(grams):
-            match = process.extractOne(entity_key(gram).replace(" ", ""), self._keys, scorer=fuzz.ratio,
-                                       score_cutoff=FUZZY_MIN)
-            if match is not None:
-                out.append(self.names[match[2]])
-        return out
+        grams = sorted(g for g in grams if g.lower() not in STOPWORDS | QUESTION_WORDS and len(g) > 2)
+        if not grams:
+            return []
+        # One n-grams × names matrix; the best (first on ties) name per n-gram, as extractOne would.
+        scores = process.cdist([entity_key(g).replace(" ", "") for g in grams], self._keys,
+                               scorer=fuzz.ratio, score_cutoff=FUZZY_MIN, dtype=np.float32, workers=1)
+        best = scores.argmax(axis=1)
+        return [self.names[j] for i, j in enumerate(best) if scores[i, j] >= FUZZY_MIN]
