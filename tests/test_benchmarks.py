@@ -1,0 +1,43 @@
+"""The benchmark scripts: every one answers --help, and the planner's labelling rules by hand."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from benchmarks.planner_labels import _knowable, choose_label
+
+SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
+           "planner_eval"]
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_benchmark_script_has_help(name: str, capsys) -> None:
+    module = importlib.import_module(f"benchmarks.{name}")
+    with pytest.raises(SystemExit) as done:
+        module.main(["--help"])
+    assert done.value.code == 0 and "usage" in capsys.readouterr().out
+
+
+def test_labels_take_the_simplest_method_that_works() -> None:
+    assert choose_label(True, {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}, False) == ("A", "answer")
+    assert choose_label(False, {"B": 1.0, "C": 0.5, "D": 1.0, "E": 1.0}, True) == ("B", "retrieval")
+    assert choose_label(False, {"B": 0.5, "C": 0.5, "D": 1.0, "E": 0.5}, False) == ("D", "retrieval")
+    assert choose_label(False, {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}, True) == ("E", "prior")
+    assert choose_label(False, {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}, False) == ("C", "prior")
+
+
+def test_a_guess_cannot_earn_label_a() -> None:
+    assert not _knowable({"question": "Is Paris in France?", "answer": "Yes"})
+    assert not _knowable({"question": "Which came first, Pearl Lust or On Body and Soul?",
+                          "answer": "Pearl Lust"})
+    assert _knowable({"question": "Where was the director of Flags and Waves born?", "answer": "Toronto"})
+
+
+def test_soft_targets_spread_over_every_method_that_works() -> None:
+    planner = pytest.importorskip("edge_rag_export.planner")
+    rows = [{"label": "B", "judge": "retrieval", "recall": {"B": 1.0, "C": 0.5, "D": 1.0, "E": 1.0}},
+            {"label": "E", "judge": "prior", "recall": {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}}]
+    assert np.allclose(planner.targets(rows), [[0, 1 / 3, 0, 1 / 3, 1 / 3], [0, 0, 0, 0, 1]])
