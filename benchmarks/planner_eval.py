@@ -112,7 +112,27 @@ def _table3(name: str, rows: list[dict], plans: list[tuple[str, str]], limit: in
         table["auto"] = _summarise([(ok, ms + plan_ms) for ok, ms in auto])
         table["auto"]["plan_ms"] = round(plan_ms, 1)
     table["auto_methods"] = dict(Counter(plan_of[q["id"]][1] for q in subset if q["id"] in plan_of))
+    if len(table) > len(METHOD_OF_LABEL):
+        table["judges"] = _judges(name, rows, subset, judged)
     return table
+
+
+def _judges(name: str, rows: list[dict], subset: list[dict], judged: dict) -> dict:
+    """How the retrieval judge's labels agree with labels from the answers of every method."""
+    row_of = {r["id"]: r for r in rows if r["dataset"] == name}
+    same, pairs = [], []
+    for i, query in enumerate(subset):
+        row = row_of[query["id"]]
+        correct = {label: judged[method][i][0] for label, method in METHOD_OF_LABEL.items()}
+        prior = "E" if DATASETS[name].multi_hop(query) else "C"
+        same.append(next((k for k in LABELS if correct[k]), prior) == row["label"])
+        best = max(row["recall"].values())
+        pairs += [(best > 0 and row["recall"][k] >= best - 1e-9, correct[k]) for k in LABELS[1:]]
+    works = [ok for w, ok in pairs if w]
+    fails = [ok for w, ok in pairs if not w]
+    return {"queries": len(subset), "same_label": round(float(np.mean(same)), 3),
+            "answer_right_when_context_works": round(float(np.mean(works)), 3) if works else None,
+            "answer_right_when_context_fails": round(float(np.mean(fails)), 3) if fails else None}
 
 
 def _plan_ms(name: str, subset: list[dict]) -> float:
@@ -167,7 +187,8 @@ def _print(result: dict) -> None:
     print(markdown_table(["label", *LABELS], [[t, *row.values()] for t, row in result["confusion"].items()]))
     for name, table in result["table3"].items():
         methods = [m for m in (*METHOD_OF_LABEL.values(), "auto") if m in table]
-        print(f"\n{name}: accuracy / mean latency ms (auto chose {table['auto_methods']})")
+        print(f"\n{name}: accuracy / mean latency ms (auto chose {table['auto_methods']})"
+              f"\njudges: {table.get('judges')}")
         print(markdown_table(methods, [[f"{table[m]['accuracy']:.3f} / {table[m]['latency_ms']:.0f}"
                                         for m in methods]]))
     print("\nevidence recall of the chosen context, all labelled dev queries")
