@@ -9,9 +9,9 @@ embedder, the head (features → 64 ReLU → 5, softmax) is trained with cross-e
 soft targets — spread evenly over every method that works for the query (the label is the
 simplest of them; a one-label target made the head pick the cheap method where a stronger one
 was as good, and lose recall to plain dual retrieval) — exported to ONNX, quantized to int8
-(dynamic, per channel) and checked: the int8
-head must choose the fp32 head's label on at least 95 % of the training queries. The fp32 graph
-(a few hundred KB) stays in the folder as ``model.fp32.onnx`` so that the check can be repeated.
+(dynamic, per channel) and checked: the int8 head must choose the fp32 head's label on at least
+95 % of the training queries. The fp32 graph (a few hundred KB) stays in the folder as
+``model.fp32.onnx`` so that the check can be repeated.
 """
 
 from __future__ import annotations
@@ -55,7 +55,9 @@ def feature_matrix(rows: list[dict[str, Any]], embedder: Embedder) -> np.ndarray
     """The head's inputs: query embedding then the stored cheap features (see ``plan_features``)."""
     vectors = embedder.embed([r["question"] for r in rows])
     cheap = np.asarray([r["cheap"] for r in rows], dtype=np.float32)
-    assert cheap.shape[1] == len(CHEAP_NAMES)
+    if cheap.ndim != 2 or cheap.shape[1] != len(CHEAP_NAMES):
+        raise EdgeRagError(f"labelled rows need {len(CHEAP_NAMES)} cheap features each: regenerate "
+                           "them with python -m benchmarks.planner_labels")
     return np.concatenate([vectors.astype(np.float32), cheap], axis=1)
 
 
