@@ -9,6 +9,7 @@ from .errors import (
     EmbedderMismatch,
     IndexCorrupt,
     IndexLocked,
+    MemoryBudgetExceeded,
     MissingExtra,
     ModelNotFound,
     NoSuchDocument,
@@ -26,9 +27,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BadDocument", "ContextOverflow", "Document", "EdgeRAG", "EdgeRagError", "EmbedderMismatch",
-    "IndexCorrupt",
-    "IndexLocked", "IndexStats", "InsertReport", "MissingExtra", "ModelNotFound", "NoSuchDocument",
-    "NoSuchEntity",
-    "NotAnIndex", "Plan", "Retrieval", "RetrievedChunk", "SchemaMismatch", "Settings", "SettingsError",
-    "UnknownMethod", "__version__",
+    "IndexCorrupt", "IndexLocked", "IndexStats", "InsertReport", "MemoryBudgetExceeded", "MissingExtra",
+    "ModelNotFound", "NoSuchDocument", "NoSuchEntity", "NotAnIndex", "Plan", "Retrieval", "RetrievedChunk",
+    "SchemaMismatch", "Settings", "SettingsError", "UnknownMethod", "__version__",
 ]

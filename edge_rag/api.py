@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import Any
 
 from .answer import Answer, Answerer, AnswerStream
+from .budget import MemoryEstimate, estimate_memory, fit_to_budget
 from .config import Settings
 from .errors import BadDocument, ModelNotFound
 from .index import Chunker, Document, Indexer, InsertReport, read_sources
@@ -89,6 +90,7 @@ class EdgeRAG:
         else:
             store.record_index_settings({k: getattr(settings, k) for k in INDEX_KEYS})
         try:
+            settings = fit_to_budget(settings, directory, with_slm=False)
             return cls(directory, settings, store)
         except BaseException:
             store.close()
@@ -175,9 +177,15 @@ class EdgeRAG:
         """The small language model, loaded on first use."""
         if self._slm is None:
             folder = ModelFolder.open(self.settings.home / "models" / self.settings.slm, SLM_HINT)
+            # Checked before loading: a board that cannot hold the SLM gets a message, not the OOM killer.
+            self.settings = fit_to_budget(self.settings, self.directory, with_slm=True)
             self._slm = SLM(folder, self.settings.intra_op_threads, self.settings.slm_context_tokens,
                             settings_session_options(self.settings))
         return self._slm
+
+    def memory_estimate(self, with_slm: bool = True) -> MemoryEstimate:
+        """What this session is expected to take against the profile's ``memory_budget_mb``."""
+        return estimate_memory(self.settings, self.directory, with_slm)
 
     def graph(self, around: str | None = None, hops: int = 2) -> dict[str, Any]:
         """The entity graph as JSON-ready nodes and edges, or the neighbourhood of one entity."""

@@ -67,6 +67,8 @@ class Settings:
     planner_model: str = "planner-int8"
     planner_threshold: float = 0.4
     planner_fallback: str = "dual"
+    memory_budget_mb: int = 0
+    memory_policy: str = "refuse"
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -97,6 +99,8 @@ class Settings:
         _check(self.graph_support_weight >= 0, "graph_support_weight must be >= 0")
         _check(0 <= self.graph_support_spread <= 1, "graph_support_spread must be within [0, 1]")
         _check(self.keyword_extractor in ("rules", "slm"), "keyword_extractor must be rules or slm")
+        _check(self.memory_budget_mb >= 0, "memory_budget_mb must be >= 0 (0 = no budget check)")
+        _check(self.memory_policy in ("refuse", "degrade"), "memory_policy must be refuse or degrade")
         _check(self.planner in PLANNERS, f"planner must be one of {PLANNERS}")
         _check(self.planner_fallback in FIXED_METHODS, f"planner_fallback must be one of {FIXED_METHODS}")
         for name in ("planner_threshold", "aggregate_tau", "aggregate_lambda", "aggregate_delta",

@@ -65,3 +65,7 @@ class NoSuchDocument(EdgeRagError):
 
 class NoSuchEntity(EdgeRagError):
     """No entity of that name is in the graph."""
+
+
+class MemoryBudgetExceeded(EdgeRagError):
+    """The profile's models, window and index would not fit its memory budget."""

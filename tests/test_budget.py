@@ -1,0 +1,42 @@
+"""The memory budget: the estimate's parts, a refusal before the SLM loads, and degradation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edge_rag import EdgeRAG, MemoryBudgetExceeded, Settings
+from edge_rag.budget import ARENA_MB_PER_TOKEN, MIB, estimate_memory, slm_mb
+
+from .conftest import SMALL_SLM
+
+
+def test_the_slm_part_grows_by_kv_cache_and_arena_per_window_token(settings: Settings, slm) -> None:
+    folder = settings.home / "models" / SMALL_SLM
+    per_token = 2 * 30 * 3 * 64 * 4 / MIB + ARENA_MB_PER_TOKEN  # SmolLM2: 30 layers, 3 KV heads of 64
+    assert slm_mb(folder, 1024) - slm_mb(folder, 512) == pytest.approx(512 * per_token)
+    estimate = estimate_memory(settings.replace(slm=SMALL_SLM))
+    assert set(estimate.parts) == {"runtime", "embedder", "index", "slm"} and estimate.fits  # no budget
+
+
+def test_a_session_that_cannot_hold_the_slm_is_refused_before_loading_it(lihua_index: Path, slm) -> None:
+    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, memory_budget_mb=300) as rag:
+        assert not rag.memory_estimate().fits and rag.memory_estimate(with_slm=False).fits
+        with pytest.raises(MemoryBudgetExceeded, match=r"slm .*MiB budget.*smaller SLM"):
+            rag.ask("Who is Adam?")
+        assert rag._slm is None
+
+
+def test_degrade_halves_the_window_until_the_slm_fits(lihua_index: Path, slm) -> None:
+    small = Settings(slm=SMALL_SLM, slm_context_tokens=512)
+    budget = int(estimate_memory(small, lihua_index).total_mb) + 1
+    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, slm_context_tokens=2048,
+                      memory_budget_mb=budget, memory_policy="degrade") as rag:
+        assert rag.slm is not None
+        assert rag.settings.slm_context_tokens == 512 and rag.settings.context_token_budget <= 256
+
+
+def test_an_index_too_big_for_the_budget_is_refused_at_open(lihua_index: Path) -> None:
+    with pytest.raises(MemoryBudgetExceeded, match="runtime"):
+        EdgeRAG.open(lihua_index, create=False, memory_budget_mb=100)
