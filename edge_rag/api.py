@@ -18,7 +18,7 @@ from .index.export import graph_data
 from .index.extract import make_extractor
 from .index.graph import GraphBuilder
 from .models import Embedder, ModelFolder
-from .models.session import settings_session_options
+from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, make_retriever
@@ -180,7 +180,8 @@ class EdgeRAG:
             # Checked before loading: a board that cannot hold the SLM gets a message, not the OOM killer.
             self.settings = fit_to_budget(self.settings, self.directory, with_slm=True)
             self._slm = SLM(folder, self.settings.intra_op_threads, self.settings.slm_context_tokens,
-                            settings_session_options(self.settings))
+                            settings_session_options(self.settings),
+                            providers=session_providers(self.settings))
         return self._slm
 
     def memory_estimate(self, with_slm: bool = True) -> MemoryEstimate:

@@ -41,6 +41,7 @@ class Settings:
     threads: int = 0
     ort_memory_arena: bool = True
     ort_graph_optimization: str = "all"
+    execution_provider: str = "cpu"
     top_k: int = 5
     max_document_mb: float = 64.0
     sqlite_cache_mb: int = 16
@@ -85,6 +86,7 @@ class Settings:
         _check(self.threads >= 0, "threads must be >= 0 (0 = all cores)")
         _check(self.ort_graph_optimization in ("disable", "basic", "extended", "all"),
                "ort_graph_optimization must be disable, basic, extended or all")
+        _check(self.execution_provider in ("cpu", "cuda"), "execution_provider must be cpu or cuda")
         _check(self.top_k >= 1, "top_k must be at least 1")
         _check(self.max_document_mb > 0, "max_document_mb must be positive")
         _check(self.vector_save_every >= 1, "vector_save_every must be at least 1")

@@ -40,3 +40,17 @@ def test_degrade_halves_the_window_until_the_slm_fits(lihua_index: Path, slm) ->
 def test_an_index_too_big_for_the_budget_is_refused_at_open(lihua_index: Path) -> None:
     with pytest.raises(MemoryBudgetExceeded, match="runtime"):
         EdgeRAG.open(lihua_index, create=False, memory_budget_mb=100)
+
+
+def test_cuda_profile_falls_back_to_the_cpu_where_onnxruntime_has_no_cuda(model_folder) -> None:
+    import onnxruntime as ort
+
+    from edge_rag.models import Embedder
+    from edge_rag.models.session import session_providers
+
+    settings = Settings.load("jetson-orin-nano")
+    expected = ["CUDAExecutionProvider", "CPUExecutionProvider"] \
+        if "CUDAExecutionProvider" in ort.get_available_providers() else ["CPUExecutionProvider"]
+    assert session_providers(settings) == expected
+    embedder = Embedder.from_settings(settings, model_folder)
+    assert embedder.session.get_providers()[0] == expected[0] and embedder.embed_one("hello").shape == (384,)

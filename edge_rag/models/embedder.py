@@ -11,7 +11,7 @@ from tokenizers import Tokenizer
 
 from ..config import Settings
 from .folder import ModelFolder
-from .session import new_session, session_options, settings_session_options
+from .session import new_session, session_options, session_providers, settings_session_options
 
 RECENT = 8
 
@@ -20,7 +20,7 @@ class Embedder:
     """Turns texts into unit-length float32 vectors with an exported encoder."""
 
     def __init__(self, folder: ModelFolder, threads: int = 0, batch_size: int = 32,
-                 options: ort.SessionOptions | None = None) -> None:
+                 options: ort.SessionOptions | None = None, providers: list[str] | None = None) -> None:
         self.folder = folder
         self.dim = int(folder.manifest["dimension"])
         self.max_tokens = int(folder.manifest.get("max_tokens", 256))
@@ -28,7 +28,7 @@ class Embedder:
         self.tokenizer = Tokenizer.from_file(str(folder.path / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
-        self.session = new_session(str(folder.onnx_path), options or session_options(threads))
+        self.session = new_session(str(folder.onnx_path), options or session_options(threads), providers)
         self._input_names = {i.name for i in self.session.get_inputs()}
         self._recent: dict[str, np.ndarray] = {}
 
@@ -37,7 +37,7 @@ class Embedder:
         """Load the embedder that the settings name (or an already opened folder)."""
         folder = folder or ModelFolder.open(settings.home / "models" / settings.embedder)
         return cls(folder, settings.intra_op_threads, settings.embed_batch_size,
-                   settings_session_options(settings))
+                   settings_session_options(settings), session_providers(settings))
 
     @classmethod
     def from_path(cls, path: str | Path, threads: int = 0) -> Embedder:

@@ -6,6 +6,8 @@ import onnxruntime as ort
 
 from ..config import Settings
 
+PROVIDERS = {"cpu": ["CPUExecutionProvider"],
+             "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"]}
 OPTIMIZATION_LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
     "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -32,6 +34,18 @@ def settings_session_options(settings: Settings) -> ort.SessionOptions:
                            settings.ort_graph_optimization)
 
 
-def new_session(path: str, options: ort.SessionOptions) -> ort.InferenceSession:
-    """A CPU inference session for a model file."""
-    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+def session_providers(settings: Settings) -> list[str]:
+    """The execution providers the settings ask for that this onnxruntime build has, CPU last.
+
+    ``execution_provider = "cuda"`` (the Jetson profile) uses CUDA when onnxruntime-gpu is
+    installed and the CPU otherwise, so one profile serves both.
+    """
+    wanted = PROVIDERS[settings.execution_provider]
+    available = set(ort.get_available_providers())
+    return [p for p in wanted if p in available] or ["CPUExecutionProvider"]
+
+
+def new_session(path: str, options: ort.SessionOptions,
+                providers: list[str] | None = None) -> ort.InferenceSession:
+    """An inference session for a model file (CPU unless other providers are given)."""
+    return ort.InferenceSession(path, options, providers=providers or ["CPUExecutionProvider"])

@@ -63,7 +63,8 @@ class SLM:
     """A ChatML small language model exported by ``edge-rag export slm``."""
 
     def __init__(self, folder: ModelFolder, threads: int = 0, context_tokens: int | None = None,
-                 options: ort.SessionOptions | None = None, prefill_chunk: int = 256) -> None:
+                 options: ort.SessionOptions | None = None, prefill_chunk: int = 256,
+                 providers: list[str] | None = None) -> None:
         self.folder = folder
         self.prefill_chunk = prefill_chunk
         manifest = folder.manifest
@@ -77,7 +78,7 @@ class SLM:
         self.context_tokens = min(limit, context_tokens or limit)
         self.stop_ids = {i for i in (self.tokenizer.token_to_id(t) for t in manifest["stop_tokens"])
                          if i is not None}
-        self.session = new_session(str(folder.onnx_path), options or session_options(threads))
+        self.session = new_session(str(folder.onnx_path), options or session_options(threads), providers)
         self._inputs = {i.name for i in self.session.get_inputs()}
         self._outputs = [o.name for o in self.session.get_outputs()]
         self._pieces: dict[int, str] = {}
