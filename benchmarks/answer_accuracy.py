@@ -31,7 +31,8 @@ MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|s
                      r"|no (?:information|mention)|does not (?:say|state)|cannot (?:be )?(?:determin|answer)"
                      r"|unknown|not (?:available|known)")
 
-GRAPH_FIELDS = ("top_k", "context_token_budget", "graph_entities", "graph_relations", "lr_alpha", "tr_hops",
+ANSWER_FIELDS = ("top_k", "context_token_budget", "answer_max_tokens", "slm_context_tokens")
+GRAPH_FIELDS = ("graph_entities", "graph_relations", "lr_alpha", "tr_hops",
                 "graph_support_weight", "graph_support_spread", "keyword_extractor")
 CITATION = re.compile(r"\[\d+(?:,\s*\d+)*\]")
 
@@ -112,14 +113,17 @@ def main(argv: list[str] | None = None) -> int:
 def cache_path(dataset: str, slm: str, method: str, settings: Settings | None = None) -> Path:
     """Where the answers of one data set, SLM and method (``-noweights`` suffix included) live.
 
-    Graph methods' files also carry a fingerprint of the settings that shape their context, so
-    that a changed ranking never reuses stale answers.
+    The name carries a fingerprint of the settings that shape the prompt and the answer (for graph
+    methods also their ranking and ``RETRIEVAL_VERSION``), so that another profile or a changed
+    ranking never reuses stale answers.
     """
     tag = "" if dataset == "lihua" else f"{dataset}-"
     settings = settings or Settings()
+    fields = ANSWER_FIELDS[2:] if method.startswith("none") else ANSWER_FIELDS
+    shape: list = [getattr(settings, f) for f in fields]
     if method.split("-")[0] in ("local", "dual", "topology"):
-        shape = [RETRIEVAL_VERSION, *(getattr(settings, f) for f in GRAPH_FIELDS)]
-        method += "-g" + hashlib.sha256(repr(shape).encode()).hexdigest()[:6]
+        shape += [RETRIEVAL_VERSION, *(getattr(settings, f) for f in GRAPH_FIELDS)]
+    method += "-s" + hashlib.sha256(repr(shape).encode()).hexdigest()[:6]
     return RESULTS / "cache" / f"answers-{tag}{slm}-{method}-p{PROMPT_VERSION}.jsonl"
 
 
