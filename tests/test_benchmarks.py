@@ -10,7 +10,7 @@ import pytest
 from benchmarks.planner_labels import _knowable, choose_label
 
 SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
-           "planner_eval"]
+           "planner_eval", "suite"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
