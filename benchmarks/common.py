@@ -70,6 +70,13 @@ def peak_rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
 
 
+def percentiles(values: list[float], digits: int = 1) -> dict[str, float]:
+    """p50 and p95 of a list of timings (nearest rank; 0 for an empty list)."""
+    ordered = sorted(values)
+    at = lambda q: ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else 0.0
+    return {"p50": round(at(0.5), digits), "p95": round(at(0.95), digits)}
+
+
 def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
     """A GitHub-flavoured Markdown table."""
     cells = [[_cell(v) for v in row] for row in rows]

@@ -30,8 +30,8 @@ from edge_rag.models import Embedder, ModelFolder
 from edge_rag.plan import LABELS, METHOD_OF_LABEL
 from edge_rag.plan.rules import rule_label
 
-from .answer_accuracy import _load_cache, cache_path, stratified
-from .common import markdown_table, write_result
+from .answer_accuracy import _load_cache, cache_path, is_correct, stratified
+from .common import markdown_table, percentiles, write_result
 from .datasets import DATASETS
 
 
@@ -145,8 +145,6 @@ def _plan_ms(name: str, subset: list[dict]) -> float:
 
 
 def _judge(query: dict, row: dict | None) -> tuple[bool, float] | None:
-    from .answer_accuracy import is_correct
-
     if row is None:
         return None
     golds = query.get("aliases", [query["answer"]])
@@ -172,9 +170,7 @@ def _planner_latency(embedder: Embedder, rows: list[dict]) -> dict:
         start = time.perf_counter()
         head.probabilities(row)
         times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    return {"head_p50_ms": round(times[len(times) // 2], 3),
-            "head_p95_ms": round(times[int(len(times) * 0.95)], 3)}
+    return {f"head_{k}_ms": v for k, v in percentiles(times, digits=3).items()}
 
 
 def _print(result: dict) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from edge_rag import EdgeRAG
 
-from .common import markdown_table, peak_rss_mb, write_result
+from .common import markdown_table, peak_rss_mb, percentiles, write_result
 from .datasets import DATASETS, open_index
 
 METHODS = ("vector", "local", "dual", "topology")
@@ -61,9 +61,7 @@ def _evaluate(rag: EdgeRAG, method: str, queries: list[dict], truth: Callable, k
                 hits.setdefault(kind, {}).setdefault(k, []).append(truth(found.chunks, query, k))
     out = {kind: {"queries": len(v[ks[0]]), **{f"recall@{k}": round(statistics.mean(v[k]), 3) for k in ks}}
            for kind, v in hits.items()}
-    latencies.sort()
-    out["latency_ms"] = {"p50": round(latencies[len(latencies) // 2], 1),
-                         "p95": round(latencies[int(len(latencies) * 0.95)], 1)}
+    out["latency_ms"] = percentiles(latencies)
     return out
 
 

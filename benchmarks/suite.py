@@ -31,7 +31,7 @@ from edge_rag import EdgeRAG, Settings
 from edge_rag.retrieve import GRAPH_METHODS
 
 from .answer_accuracy import _load_cache, answer_all, cache_path, stratified
-from .common import RESULTS, markdown_table, peak_rss_mb, write_result
+from .common import RESULTS, markdown_table, peak_rss_mb, percentiles, write_result
 from .datasets import DATASETS, Dataset, open_index
 
 METHODS = ("none", "vector", "local", "dual", "topology", "auto")
@@ -116,16 +116,10 @@ def _run(rag: EdgeRAG, dataset: str, method: str, queries: list[dict], recall: C
     out = {"accuracy": round(statistics.mean(r["correct"] for r in answers), 4),
            "token_f1": round(statistics.mean(r["f1"] for r in answers), 4),
            **{f"recall@{k}": round(statistics.mean(v), 4) for k, v in recalls.items() if v},
-           "latency_ms": {s: {"p50": round(_pct(v, 0.5), 1), "p95": round(_pct(v, 0.95), 1)}
-                          for s, v in stages.items()}}
+           "latency_ms": {s: percentiles(v) for s, v in stages.items()}}
     if method == "auto":
         out["chosen"] = {name: len(group) for name, group in chosen.items()}
     return out
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else 0.0
 
 
 def _table(result: dict, ks: tuple[int, int]) -> str:

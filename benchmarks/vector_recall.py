@@ -19,6 +19,7 @@ from .common import (
     lihua_queries,
     markdown_table,
     peak_rss_mb,
+    percentiles,
     write_result,
 )
 
@@ -68,12 +69,10 @@ def _recall(rag: EdgeRAG, queries: list[dict]) -> dict:
         row = [_chunk_recall(found.chunks, timestamps, query["evidence"], k) for k in KS]
         per_type.setdefault(query["type"], []).append(row)
         per_type.setdefault("All", []).append(row)
-    latencies.sort()
     summary = {t: {f"recall@{k}": round(sum(r[i] for r in rows) / len(rows), 4)
                    for i, k in enumerate(KS)} | {"queries": len(rows)}
                for t, rows in per_type.items()}
-    summary["latency_ms"] = {"p50": round(latencies[len(latencies) // 2], 2),
-                             "p95": round(latencies[int(len(latencies) * 0.95)], 2)}
+    summary["latency_ms"] = percentiles(latencies, digits=2)
     return summary
 
 

@@ -19,12 +19,12 @@ context budget with it) before giving up; ``"refuse"`` gives up at once. Giving 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Settings
-from .errors import MemoryBudgetExceeded
+from .errors import MemoryBudgetExceeded, ModelNotFound
+from .models.folder import ModelFolder
 
 MIB = 2**20
 RUNTIME_MB = 84.0
@@ -104,7 +104,8 @@ def _usearch_mb(index: Path) -> float:
 
 
 def _manifest(folder: Path) -> dict:
+    # A missing SLM is reported by the loader with its export hint; here it only weighs nothing.
     try:
-        return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return ModelFolder.open(folder).manifest
+    except ModelNotFound:
         return {}

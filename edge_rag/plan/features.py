@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 
-from ..retrieve.keywords import NameMatcher, answer_types, specific_terms
+from ..retrieve.keywords import NameMatcher, answer_types, low_level
 
 FEATURE_VERSION = "1"
 QUESTION_WORDS = ("what", "when", "where", "which", "who", "how", "why")
@@ -29,7 +29,7 @@ CHEAP_NAMES = (["entities", "specific_terms", "words", "answer_typed", "yes_no"]
 def cheap_features(question: str, names: NameMatcher | None) -> np.ndarray:
     """Shape features in [0, 1]: graph entities matched, terms, length, question word, cues."""
     found = names.find(question) if names else []
-    terms = dict.fromkeys(specific_terms(question) + found)  # the low-level keywords of DR
+    terms = low_level(question, found)
     lowered = question.lower().strip()
     first = lowered.split()[0] if lowered.split() else ""
     values = [min(len(found), 5) / 5, min(len(terms), 5) / 5,

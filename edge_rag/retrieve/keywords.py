@@ -51,8 +51,7 @@ class Keywords:
 
 def rule_keywords(question: str, names: NameMatcher | None = None) -> Keywords:
     """Keywords without a model (see module docstring)."""
-    low = specific_terms(question) + (names.find(question) if names else [])
-    low = list(dict.fromkeys(low))
+    low = low_level(question, names.find(question) if names else [])
     taken = {w.lower() for term in low for w in term.split()}
     high = [w for w in re.findall(r"[A-Za-z][\w'\-]+", question)
             if w.lower() not in STOPWORDS | QUESTION_WORDS and w.lower() not in taken]
@@ -76,6 +75,11 @@ def slm_keywords(slm: SLM, question: str) -> Keywords:
     data = json.loads(text)
     split = lambda value: [p.strip() for p in value.split(",") if p.strip()]
     return Keywords(split(data["low_level"]), split(data["high_level"]), answer_types(question))
+
+
+def low_level(question: str, graph_names: list[str]) -> list[str]:
+    """Low-level keywords: the question's specific terms, then the graph names found in it."""
+    return list(dict.fromkeys(specific_terms(question) + graph_names))
 
 
 def specific_terms(question: str) -> list[str]:
