@@ -6,8 +6,10 @@ import json
 import platform
 import re
 import resource
+import sqlite3
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +99,26 @@ def write_result(name: str, payload: dict[str, Any]) -> Path:
 
 def _cell(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+VECTOR_TABLES = {"documents", "chunks", "manifest", "vector_files", "sqlite_schema", "sqlite_sequence"}
+
+
+def method_footprint(index: Path) -> dict[str, int]:
+    """Bytes on disk each retrieval method needs from an index (the paper's Figure 7 x-axis).
+
+    ``vector`` needs the documents and chunks tables and ``chunks.usearch``; ``local`` the whole
+    graph but not the relation vectors; ``dual``, ``topology`` and ``auto`` everything. SQLite's
+    pages are split by table with the ``dbstat`` virtual table.
+    """
+    # SQLite's -wal/-shm and the write lock come and go with connections: not the index.
+    files = {p.name: p.stat().st_size for p in index.iterdir()
+             if p.is_file() and not p.name.endswith(("-wal", "-shm", ".lock"))}
+    with closing(sqlite3.connect(f"file:{index / 'index.sqlite'}?mode=ro", uri=True)) as db:
+        owner = dict(db.execute("SELECT name, tbl_name FROM sqlite_schema"))
+        pages = db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()
+    vector_sql = sum(size for name, size in pages if owner.get(name, name) in VECTOR_TABLES)
+    total = sum(files.values())
+    return {"none": 0, "vector": vector_sql + files.get("chunks.usearch", 0),
+            "local": total - files.get("relations.usearch", 0), "dual": total, "topology": total,
+            "auto": total}

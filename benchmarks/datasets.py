@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edge_rag import Document, EdgeRAG
+from edge_rag import Document, EdgeRAG, Settings
+from edge_rag.api import INDEX_KEYS
 
 from .common import LIHUA_ZIP, ROOT, SHARED, document_timestamp, lihua_queries, wiki_queries, wiki_records
 
 INDEXES = ROOT / "benchmarks" / ".indexes"
+BUILD_RECORD = "build.json"
 Recall = Callable[[list, dict, int], float]
 
 
@@ -42,8 +44,19 @@ class Dataset:
 
     @property
     def index(self) -> Path:
-        """Where the benchmark index of this data set lives (built once, reused)."""
-        return INDEXES / self.name
+        """Where the benchmark index of this data set lives with the default index settings."""
+        return self.index_for(Settings())
+
+    def index_for(self, settings: Settings) -> Path:
+        """The index for these settings: one per data set and index shape, built once, reused.
+
+        Profiles that chunk, quantise or extract alike share an index; another shape (the Pi
+        Zero's i8 vectors, say) gets its own folder, named after what differs.
+        """
+        default = Settings()
+        changed = [str(getattr(settings, k)) for k in INDEX_KEYS
+                   if getattr(settings, k) != getattr(default, k)]
+        return INDEXES / "-".join([self.name, *changed])
 
 
 def _lihua_documents() -> list[Document]:
@@ -139,8 +152,25 @@ DATASETS: dict[str, Dataset] = {
 }
 
 
-def open_index(dataset: Dataset, progress: bool = True, **overrides: Any) -> EdgeRAG:
-    """Open the data set's benchmark index, indexing whatever is missing (a no-op when complete)."""
-    rag = EdgeRAG.open(dataset.index, extractor="fast", progress=progress, **overrides)
-    rag.insert(*dataset.documents())
+def open_index(dataset: Dataset, profile: str | None = None, progress: bool = True,
+               **overrides: Any) -> EdgeRAG:
+    """Open the data set's index for a profile, indexing whatever is missing (a no-op when complete).
+
+    The time spent indexing is added up in ``build.json`` beside the index.
+    """
+    settings = Settings.load(profile, **overrides)
+    rag = EdgeRAG.open(dataset.index_for(settings), profile, progress=progress, **overrides)
+    report = rag.insert(*dataset.documents())
+    if report.added:
+        record = build_record(rag.directory)
+        record = {"seconds": round(record.get("seconds", 0.0) + report.seconds, 1),
+                  "documents": record.get("documents", 0) + len(report.added),
+                  "chunks": record.get("chunks", 0) + report.chunks}
+        (rag.directory / BUILD_RECORD).write_text(json.dumps(record) + "\n", encoding="utf-8")
     return rag
+
+
+def build_record(index: Path) -> dict[str, Any]:
+    """What building the index took (``seconds``, ``documents``, ``chunks``); empty if not recorded."""
+    path = index / BUILD_RECORD
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}

@@ -6,16 +6,20 @@
 For each method (none, vector, local, dual, topology, auto, and the -weights rows of the graph
 methods): answer accuracy (normalised containment) and token F1 on a type-stratified subset
 (``--limit``), evidence recall@k on the same queries, latency p50/p95 per stage (plan, retrieve,
-prefill, decode), plus the index's bytes per file and the process's peak RSS against the profile's
-memory estimate. Answers are cached per data set, SLM, method and prompt-shaping settings
-(``benchmarks/results/cache``), so a rerun only generates what is new; the expected duration is
-printed before the run. Writes ``suite_<dataset>_<profile>.json`` and ``.md``, and with the
-``bench`` extra a PNG of accuracy against latency.
+prefill, decode) and the index bytes the method needs; for the run: the index's bytes per file and
+build time, and the process's peak RSS against the profile's memory estimate and budget.
 
-Work in progress (issue 7): ``auto`` plans with the exported head, which was trained on these
-dev queries (``planner_eval`` gives the cross-validated figure); peak RSS means something only
-when the run generated answers (cached answers never load the SLM); the accuracy-vs-index-size
-plot and the per-profile memory calibration are still to come.
+The profile's memory policy is applied first: a profile that does not fit refuses before anything
+loads (exit status 3, the refusal written to the results), one that may degrade runs degraded.
+Answers are cached per data set, SLM, method and prompt-shaping settings
+(``benchmarks/results/cache``), so a rerun only generates what is new; when nothing is new, one
+fresh answer is generated anyway so the peak RSS includes a loaded SLM. Indexes are built once per
+data set and index shape (``benchmarks/.indexes``). The expected duration is printed before the
+run. Writes ``suite_<dataset>_<profile>.json`` and ``.md``, and with the ``bench`` extra a PNG:
+accuracy against latency and against index size (the paper's Figure 7).
+
+``auto`` plans with the exported head, which was trained on these dev queries: its row here is
+optimistic; ``python -m benchmarks.planner_eval`` gives the cross-validated figure.
 """
 
 from __future__ import annotations
@@ -28,11 +32,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from edge_rag import EdgeRAG, Settings
+from edge_rag.budget import estimate_memory, fit_to_budget
+from edge_rag.errors import MemoryBudgetExceeded
 from edge_rag.retrieve import GRAPH_METHODS
 
 from .answer_accuracy import _load_cache, answer_all, cache_path, stratified
-from .common import RESULTS, markdown_table, peak_rss_mb, percentiles, write_result
-from .datasets import DATASETS, Dataset, open_index
+from .common import RESULTS, markdown_table, method_footprint, peak_rss_mb, percentiles, write_result
+from .datasets import DATASETS, Dataset, build_record, open_index
 
 METHODS = ("none", "vector", "local", "dual", "topology", "auto")
 SECONDS_PER_ANSWER = 8.0  # Qwen 0.5B int8 on 2 cores, 1,024-token context (answer_accuracy runs)
@@ -42,33 +48,71 @@ def main(argv: list[str] | None = None) -> int:
     """Run the suite for one profile and data set; print and write the results."""
     args = _parser().parse_args(argv)
     dataset = DATASETS[args.dataset]
-    settings = Settings.load(args.profile)
+    profile = Settings.load(args.profile)
+    name = f"suite_{args.dataset}_{Path(args.profile).stem}"
+    try:
+        overrides = _fit(profile, dataset.index_for(profile))
+    except MemoryBudgetExceeded as refused:
+        print(f"refused: {refused}", flush=True)
+        _write(name, {"profile": args.profile, "dataset": args.dataset, "refused": str(refused),
+                      "memory": _memory(profile, dataset.index_for(profile))},
+               f"profile {args.profile} refused up front: {refused}")
+        return 3
+    settings = profile.replace(**overrides)
     queries = _queries(args, dataset)
     runs = [(m, True) for m in args.methods.split(",")]
     if not args.no_ablation:
         runs += [(m, False) for m in args.methods.split(",") if m in GRAPH_METHODS]
-    _announce(args, settings, queries, runs)
-    with open_index(dataset, profile=args.profile) as rag:
+    new = _announce(args, settings, queries, runs)
+    with open_index(dataset, args.profile, **overrides) as rag:
         recall = dataset.recall(rag)
-        estimate = rag.memory_estimate()
-        index = {"files": rag.stats().files, "total_bytes": rag.stats().total_bytes}
+        index = {"files": rag.stats().files, "total_bytes": rag.stats().total_bytes,
+                 "method_bytes": method_footprint(rag.directory), "build": build_record(rag.directory)}
+        probe = None if new else _probe(rag, queries[0])
     rows = {}
     for method, weights in runs:
-        name = method if weights else f"{method} -weights"
-        print(f"[{time.strftime('%H:%M:%S')}] {name}", flush=True)
-        with EdgeRAG.open(dataset.index, args.profile, create=False, use_weights=weights) as rag:
-            rows[name] = _run(rag, args.dataset, method, queries, recall, dataset.ks)
+        label = method if weights else f"{method} -weights"
+        print(f"[{time.strftime('%H:%M:%S')}] {label}", flush=True)
+        with EdgeRAG.open(dataset.index_for(settings), args.profile, create=False, use_weights=weights,
+                          **overrides) as rag:
+            rows[label] = _run(rag, args.dataset, method, queries, recall, dataset.ks)
     result = {"profile": args.profile, "dataset": args.dataset, "note": dataset.note,
-              "slm": settings.slm, "queries": len(queries), "methods": rows, "index": index,
-              "memory": {"estimate_mb": round(estimate.total_mb, 1), "parts_mb": estimate.parts,
-                         "budget_mb": settings.memory_budget_mb, "peak_rss_mb": round(peak_rss_mb(), 1)}}
-    name = f"suite_{args.dataset}_{args.profile}"
-    table = _table(result, dataset.ks)
-    print(table)
-    (RESULTS / f"{name}.md").write_text(table + "\n", encoding="utf-8")
-    write_result(name, result)
+              "slm": settings.slm, "queries": len(queries), "degraded": overrides, "methods": rows,
+              "index": index, "memory": {**_memory(settings, dataset.index_for(settings)),
+                                         "peak_rss_mb": round(peak_rss_mb(), 1),
+                                         "answers_generated": new, "probe": probe}}
+    _write(name, result, _table(result, dataset.ks))
     _plot(result, RESULTS / f"{name}.png")
     return 0
+
+
+def _fit(settings: Settings, index: Path) -> dict:
+    """The overrides the profile's memory policy applies before anything loads (may refuse)."""
+    fitted = fit_to_budget(settings, index if index.is_dir() else None, with_slm=True)
+    shaped = ("slm_context_tokens", "context_token_budget", "answer_max_tokens")
+    changed = {k: getattr(fitted, k) for k in shaped if getattr(fitted, k) != getattr(settings, k)}
+    if changed:
+        print(f"degraded to fit {settings.memory_budget_mb} MiB: {changed}", flush=True)
+    return changed
+
+
+def _memory(settings: Settings, index: Path) -> dict:
+    estimate = estimate_memory(settings, index if index.is_dir() else None, with_slm=True)
+    return {"estimate_mb": round(estimate.total_mb, 1), "parts_mb": estimate.parts,
+            "budget_mb": settings.memory_budget_mb}
+
+
+def _probe(rag: EdgeRAG, query: dict) -> dict:
+    """One fresh answer so the peak RSS includes a loaded SLM when every answer came from the cache."""
+    answer = rag.ask(query["question"], method="dual")
+    return {"query": query["id"], "method": "dual", "sources": len(answer.sources),
+            "prefill_ms": round(answer.timings.get("prefill", 0.0), 1)}
+
+
+def _write(name: str, result: dict, table: str) -> None:
+    print(table)
+    (RESULTS / f"{name}.md").write_text(table + "\n", encoding="utf-8")
+    print(f"wrote {write_result(name, result)}")
 
 
 def _queries(args: argparse.Namespace, dataset: Dataset) -> list[dict]:
@@ -82,7 +126,7 @@ def _queries(args: argparse.Namespace, dataset: Dataset) -> list[dict]:
     return stratified(queries, args.limit)
 
 
-def _announce(args: argparse.Namespace, settings: Settings, queries: list[dict], runs: list) -> None:
+def _announce(args: argparse.Namespace, settings: Settings, queries: list[dict], runs: list) -> int:
     new = 0
     for method, weights in runs:
         if method == "auto":
@@ -90,9 +134,11 @@ def _announce(args: argparse.Namespace, settings: Settings, queries: list[dict],
         name = method + ("" if weights else "-noweights")
         cached = _load_cache(cache_path(args.dataset, settings.slm, name, settings))
         new += sum(q["id"] not in cached for q in queries)
-    minutes = (new * SECONDS_PER_ANSWER + len(queries) * len(runs) * 0.5) / 60
+    per_answer = SECONDS_PER_ANSWER * (0.25 + 0.75 * settings.context_token_budget / 1024)
+    minutes = (new * per_answer + len(queries) * len(runs) * 0.5 + (0 if new else 20)) / 60
     print(f"{len(queries)} queries x {len(runs)} runs; {new} answers to generate; "
           f"expected about {minutes:.0f} min on 2 cores", flush=True)
+    return new
 
 
 def _run(rag: EdgeRAG, dataset: str, method: str, queries: list[dict], recall: Callable,
@@ -124,18 +170,26 @@ def _run(rag: EdgeRAG, dataset: str, method: str, queries: list[dict], recall: C
 
 def _table(result: dict, ks: tuple[int, int]) -> str:
     headers = ["method", "accuracy", "F1", *(f"R@{k}" for k in ks), "plan p50", "retrieve p50/p95",
-               "prefill p50", "decode p50"]
+               "prefill p50", "decode p50", "index MiB"]
     rows = []
     for name, r in result["methods"].items():
         lat = r["latency_ms"]
         rows.append([name, r["accuracy"], r["token_f1"], *(r.get(f"recall@{k}", "") for k in ks),
                      lat["plan"]["p50"], f"{lat['retrieve']['p50']} / {lat['retrieve']['p95']}",
-                     lat["prefill"]["p50"], lat["decode"]["p50"]])
-    memory = result["memory"]
-    foot = (f"\n{result['queries']} queries, profile {result['profile']}, SLM {result['slm']}; index "
-            f"{result['index']['total_bytes'] / 2**20:.1f} MiB; memory estimate {memory['estimate_mb']} MiB, "
-            f"peak RSS {memory['peak_rss_mb']} MiB, budget {memory['budget_mb'] or 'none'}")
+                     lat["prefill"]["p50"], lat["decode"]["p50"], round(_method_mib(result, name), 1)])
+    memory, index = result["memory"], result["index"]
+    build = index["build"]
+    built = f"built in {build['seconds'] / 60:.1f} min" if build else "build time not recorded"
+    foot = (f"\n{result['queries']} queries, profile {result['profile']}, SLM {result['slm']}"
+            f"{', degraded ' + str(result['degraded']) if result['degraded'] else ''}; index "
+            f"{index['total_bytes'] / 2**20:.1f} MiB, {built}; memory estimate {memory['estimate_mb']} MiB, "
+            f"peak RSS {memory['peak_rss_mb']} MiB, budget {memory['budget_mb'] or 'none'}. "
+            "Latencies in ms.")
     return markdown_table(headers, rows) + foot
+
+
+def _method_mib(result: dict, name: str) -> float:
+    return result["index"]["method_bytes"][name.split()[0]] / 2**20
 
 
 def _plot(result: dict, path: Path) -> None:
@@ -147,17 +201,21 @@ def _plot(result: dict, path: Path) -> None:
     except ImportError:
         print("no plot: pip install 'edge-rag[bench]'")
         return
-    figure, axes = plt.subplots(figsize=(6, 4))
+    figure, (by_time, by_size) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for name, r in result["methods"].items():
         lat = r["latency_ms"]
         total = sum(lat[s]["p50"] for s in ("plan", "retrieve", "prefill", "decode")) / 1000
-        axes.scatter(total, r["accuracy"])
-        axes.annotate(name, (total, r["accuracy"]), fontsize=8)
-    axes.set_xlabel("median latency per query (s)")
-    axes.set_ylabel("answer accuracy")
-    axes.set_title(f"{result['dataset']} · {result['profile']} · {result['slm']}")
+        for axes, x in ((by_time, total), (by_size, _method_mib(result, name))):
+            axes.scatter(x, r["accuracy"])
+            axes.annotate(name, (x, r["accuracy"]), fontsize=8)
+    by_time.set_xlabel("median latency per query (s)")
+    by_size.set_xlabel("index size the method needs (MiB)")
+    by_time.set_ylabel("answer accuracy")
+    figure.suptitle(f"{result['dataset']} · {result['profile']} · {result['slm']} · "
+                    f"{result['queries']} queries")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
+    plt.close(figure)
     print(f"wrote {path}")
 
 

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import importlib
+import json
 
 import numpy as np
 import pytest
 
+from benchmarks import common, suite
+from benchmarks.common import method_footprint
+from benchmarks.datasets import DATASETS
 from benchmarks.planner_labels import _knowable, choose_label
+from edge_rag import Settings
 
 SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
-           "planner_eval", "suite"]
+           "planner_eval", "suite", "memory"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -41,3 +46,28 @@ def test_soft_targets_spread_over_every_method_that_works() -> None:
     rows = [{"label": "B", "judge": "retrieval", "recall": {"B": 1.0, "C": 0.5, "D": 1.0, "E": 1.0}},
             {"label": "E", "judge": "prior", "recall": {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}}]
     assert np.allclose(planner.targets(rows), [[0, 1 / 3, 0, 1 / 3, 1 / 3], [0, 0, 0, 0, 1]])
+
+
+def test_profiles_of_one_index_shape_share_a_benchmark_index() -> None:
+    lihua = DATASETS["lihua"]
+    assert lihua.index_for(Settings.load("rpi4")) == lihua.index_for(Settings.load("dev")) == lihua.index
+    assert lihua.index_for(Settings.load("rpi-zero-2w")).name == "lihua-i8"
+
+
+def test_each_method_is_charged_the_index_bytes_it_reads(lihua_index) -> None:
+    size = method_footprint(lihua_index)
+    assert size["none"] == 0 < size["vector"] < size["local"] < size["dual"] == size["topology"]
+    stored = [lihua_index / "index.sqlite", *lihua_index.glob("*.usearch")]
+    assert size["dual"] == sum(p.stat().st_size for p in stored)
+
+
+def test_the_suite_refuses_a_profile_that_cannot_fit_before_loading_anything(tmp_path, monkeypatch,
+                                                                            capsys) -> None:
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(suite, "RESULTS", tmp_path)
+    profile = tmp_path / "tiny-board.toml"
+    profile.write_text('[runtime]\nmemory_budget_mb = 64\nmemory_policy = "refuse"\n')
+    assert suite.main(["--profile", str(profile), "--dataset", "lihua", "--limit", "2"]) == 3
+    assert "does not fit its 64 MiB memory budget" in capsys.readouterr().out
+    written = json.loads((tmp_path / "suite_lihua_tiny-board.json").read_text())
+    assert written["refused"] and written["memory"]["budget_mb"] == 64
