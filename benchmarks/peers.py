@@ -4,9 +4,9 @@
     python -m benchmarks.peers [--dataset lihua|2wiki] [--queries 10] [--documents 24]
                                [--systems edge-rag,lightrag,minirag]
 
-The subset: ``--queries`` type-stratified dev questions that have evidence, and a corpus of their
-evidence documents plus the documents next to them in corpus order (LiHua-World: the
-conversations around the same time; 2Wiki: the neighbouring passages), ``--documents`` in all.
+The subset: ``--queries`` type-stratified dev questions that have evidence, and a corpus of all
+their evidence documents plus the documents next to them in corpus order (LiHua-World: the
+conversations around the same time; 2Wiki: the neighbouring passages) up to ``--documents``.
 Every system indexes that corpus and answers those questions with edge-rag's exported int8
 MiniLM embedder and Qwen2.5-Coder-0.5B int8 SLM, each in its own process (peak RSS is the
 process's VmHWM):

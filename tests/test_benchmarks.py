@@ -8,14 +8,14 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks import common, suite
+from benchmarks import common, peers, suite
 from benchmarks.common import method_footprint
 from benchmarks.datasets import DATASETS
 from benchmarks.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
 SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
-           "planner_eval", "suite", "memory"]
+           "planner_eval", "suite", "memory", "peers"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -71,3 +71,26 @@ def test_the_suite_refuses_a_profile_that_cannot_fit_before_loading_anything(tmp
     assert "does not fit its 64 MiB memory budget" in capsys.readouterr().out
     written = json.loads((tmp_path / "suite_lihua_tiny-board.json").read_text())
     assert written["refused"] and written["memory"]["budget_mb"] == 64
+
+
+def test_every_peer_gets_the_evidence_of_its_questions_and_neighbours_up_to_the_size() -> None:
+    asked, corpus = peers.subset("lihua", 2, 12)
+    keys = [peers.evidence_key("lihua", d) for d in corpus]
+    evidence = {e for q in asked for e in q["evidence"]}
+    assert evidence <= set(keys) and len(corpus) == len(set(keys)) == max(12, len(evidence))
+
+
+def test_peer_recall_counts_distinct_documents_of_the_context() -> None:
+    query = {"evidence": ["a", "b"]}
+    assert peers.recall(query, ["a", "a", "c", "d", "e", "f", "b"]) == 0.5
+    assert peers.recall(query, ["b", "a"]) == 1.0
+
+
+def test_the_peers_run_with_the_network_forbidden(monkeypatch) -> None:
+    import socket
+
+    monkeypatch.setattr(socket.socket, "connect", socket.socket.connect)
+    monkeypatch.setattr(socket, "create_connection", socket.create_connection)
+    peers._forbid_network()
+    with pytest.raises(OSError, match="network access attempted"):
+        socket.create_connection(("pypi.org", 443))
