@@ -122,3 +122,24 @@ def method_footprint(index: Path) -> dict[str, int]:
     return {"none": 0, "vector": vector_sql + files.get("chunks.usearch", 0),
             "local": total - files.get("relations.usearch", 0), "dual": total, "topology": total,
             "auto": total}
+
+
+def pyplot() -> Any | None:
+    """matplotlib's pyplot on the file-only Agg backend, or None (with a hint) without the bench extra."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("no plot: pip install 'edge-rag[bench]'")
+        return None
+    return plt
+
+
+def save_figure(plt: Any, figure: Any, path: Path) -> None:
+    """Write a figure as a PNG and release it."""
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    print(f"wrote {path}")

@@ -44,7 +44,17 @@ from typing import Any
 from edge_rag import Document, EdgeRAG, Settings
 
 from .answer_accuracy import is_correct, stratified, token_f1
-from .common import RESULTS, ROOT, document_timestamp, markdown_table, peak_rss_mb, percentiles, write_result
+from .common import (
+    RESULTS,
+    ROOT,
+    document_timestamp,
+    markdown_table,
+    peak_rss_mb,
+    percentiles,
+    pyplot,
+    save_figure,
+    write_result,
+)
 from .datasets import DATASETS
 
 WORK = ROOT / "benchmarks" / ".peers"
@@ -389,13 +399,8 @@ def _table(payload: dict) -> str:
 
 
 def _plot(payload: dict, path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("no plot: pip install 'edge-rag[bench]'")
+    plt = pyplot()
+    if plt is None:
         return
     figure, axes = plt.subplots(figsize=(6, 4))
     for system, result in payload["systems"].items():
@@ -406,10 +411,7 @@ def _plot(payload: dict, path: Path) -> None:
     axes.set_xlabel("index size on disk (MiB)")
     axes.set_ylabel("answer accuracy")
     axes.set_title(f"{payload['dataset']} subset · {payload['slm']}")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    print(f"wrote {path}")
+    save_figure(plt, figure, path)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -37,7 +37,16 @@ from edge_rag.errors import MemoryBudgetExceeded
 from edge_rag.retrieve import GRAPH_METHODS
 
 from .answer_accuracy import _load_cache, answer_all, cache_path, stratified
-from .common import RESULTS, markdown_table, method_footprint, peak_rss_mb, percentiles, write_result
+from .common import (
+    RESULTS,
+    markdown_table,
+    method_footprint,
+    peak_rss_mb,
+    percentiles,
+    pyplot,
+    save_figure,
+    write_result,
+)
 from .datasets import DATASETS, Dataset, build_record, open_index
 
 METHODS = ("none", "vector", "local", "dual", "topology", "auto")
@@ -193,13 +202,8 @@ def _method_mib(result: dict, name: str) -> float:
 
 
 def _plot(result: dict, path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("no plot: pip install 'edge-rag[bench]'")
+    plt = pyplot()
+    if plt is None:
         return
     figure, (by_time, by_size) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for name, r in result["methods"].items():
@@ -213,10 +217,7 @@ def _plot(result: dict, path: Path) -> None:
     by_time.set_ylabel("answer accuracy")
     figure.suptitle(f"{result['dataset']} · {result['profile']} · {result['slm']} · "
                     f"{result['queries']} queries")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    print(f"wrote {path}")
+    save_figure(plt, figure, path)
 
 
 def _parser() -> argparse.ArgumentParser:
