@@ -62,21 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         overrides = _fit(profile, dataset.index_for(profile))
     except MemoryBudgetExceeded as refused:
-        print(f"refused: {refused}", flush=True)
         _write(name, {"profile": args.profile, "dataset": args.dataset, "refused": str(refused),
                       "memory": _memory(profile, dataset.index_for(profile))},
                f"profile {args.profile} refused up front: {refused}")
         return 3
     settings = profile.replace(**overrides)
-    queries = _queries(args, dataset)
-    runs = [(m, True) for m in args.methods.split(",")]
-    if not args.no_ablation:
-        runs += [(m, False) for m in args.methods.split(",") if m in GRAPH_METHODS]
+    queries, runs = _queries(args, dataset), _runs(args)
     new = _announce(args, settings, queries, runs)
     with open_index(dataset, args.profile, **overrides) as rag:
-        recall = dataset.recall(rag)
-        index = {"files": rag.stats().files, "total_bytes": rag.stats().total_bytes,
-                 "method_bytes": method_footprint(rag.directory), "build": build_record(rag.directory)}
+        recall, index = dataset.recall(rag), _index_facts(rag)
         probe = None if new else _probe(rag, queries[0])
     rows = {}
     for method, weights in runs:
@@ -85,14 +79,27 @@ def main(argv: list[str] | None = None) -> int:
         with EdgeRAG.open(dataset.index_for(settings), args.profile, create=False, use_weights=weights,
                           **overrides) as rag:
             rows[label] = _run(rag, args.dataset, method, queries, recall, dataset.ks)
-    result = {"profile": args.profile, "dataset": args.dataset, "note": dataset.note,
-              "slm": settings.slm, "queries": len(queries), "degraded": overrides, "methods": rows,
-              "index": index, "memory": {**_memory(settings, dataset.index_for(settings)),
-                                         "peak_rss_mb": round(peak_rss_mb(), 1),
-                                         "answers_generated": new, "probe": probe}}
+    memory = {**_memory(settings, dataset.index_for(settings)), "peak_rss_mb": round(peak_rss_mb(), 1),
+              "answers_generated": new, "probe": probe}
+    result = {"profile": args.profile, "dataset": args.dataset, "note": dataset.note, "slm": settings.slm,
+              "queries": len(queries), "degraded": overrides, "methods": rows, "index": index,
+              "memory": memory}
     _write(name, result, _table(result, dataset.ks))
     _plot(result, RESULTS / f"{name}.png")
     return 0
+
+
+def _runs(args: argparse.Namespace) -> list[tuple[str, bool]]:
+    """(method, use_weights) pairs: every method, then the graph methods without weights."""
+    methods = args.methods.split(",")
+    ablation = [] if args.no_ablation else [(m, False) for m in methods if m in GRAPH_METHODS]
+    return [(m, True) for m in methods] + ablation
+
+
+def _index_facts(rag: EdgeRAG) -> dict:
+    stats = rag.stats()
+    return {"files": stats.files, "total_bytes": stats.total_bytes,
+            "method_bytes": method_footprint(rag.directory), "build": build_record(rag.directory)}
 
 
 def _fit(settings: Settings, index: Path) -> dict:
