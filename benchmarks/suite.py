@@ -200,7 +200,8 @@ def _table(result: dict, ks: tuple[int, int]) -> str:
             f"{', degraded ' + str(result['degraded']) if result['degraded'] else ''}; index "
             f"{index['total_bytes'] / 2**20:.1f} MiB, {built}; memory estimate {memory['estimate_mb']} MiB, "
             f"peak RSS {memory['peak_rss_mb']} MiB, budget {memory['budget_mb'] or 'none'}. "
-            "Latencies in ms.")
+            f"Latencies in ms; {memory['answers_generated']} answers generated in this run, the rest from "
+            "the cache with the prefill/decode times of the run that made them.")
     return markdown_table(headers, rows) + foot
 
 
