@@ -3,7 +3,7 @@
 The estimate adds up, in MiB:
 
 - ``runtime``: the interpreter with numpy, onnxruntime, usearch, tokenizers and rapidfuzz loaded
-  (107 MiB measured after ``import edge_rag`` on x86-64 Linux, Python 3.11);
+  (107–108 MiB measured after ``import edge_rag`` on x86-64 Linux, Python 3.11);
 - ``embedder``: its ONNX file plus the session's working memory (measured: +55 MiB for the 22 MiB
   int8 MiniLM after the first query);
 - ``slm``: every file of the SLM folder (weights are memory-mapped or copied; counting them whole
@@ -11,9 +11,11 @@ The estimate adds up, in MiB:
   head size · 4 bytes) and the activation arena, fitted to peak RSS measured at 300- and
   1,000-token prompts (SmolLM2-135M: 403 → 529 MiB; Qwen2.5-0.5B: 943 → 1,031 MiB);
 - ``index``: the SQLite page cache and memory map plus the USearch files, which queries map and
-  touch; this also covers the graph retrievers' working set, which measured below the USearch
-  files' size (dual on 2WikiMultihopQA: +165 MiB transient peak next to 162 MiB of USearch files).
+  touch. The graph retrievers' transient working set is not a term of its own (dual on
+  2WikiMultihopQA: +165 MiB over vector, next to 162 MiB of USearch files).
 
+The estimate is on the safe side for Qwen2.5-0.5B (1.45-1.70x the measured peak) but not for
+SmolLM2-135M with the graph retrievers (the Pi Zero profile measured up to 741 MiB against 626).
 ``python -m benchmarks.memory`` measures every profile against this estimate.
 
 With ``memory_policy = "degrade"`` a window that does not fit is halved (down to 512 tokens, the
