@@ -226,7 +226,10 @@ def _edge_rag(args: argparse.Namespace, asked: list[dict], corpus: list[Document
 
 def _lightrag(args: argparse.Namespace, asked: list[dict], corpus: list[Document], work: Path) -> dict:
     _forbid_network()
-    from lightrag import LightRAG, QueryParam
+    try:
+        from lightrag import LightRAG, QueryParam
+    except ImportError:
+        return {"skipped": "lightrag-hku is not installed: pip install -e '.[peers]'"}
 
     cache_path, cache = _cache(args, "lightrag")
     # LightRAG keeps only a file's base name: name each document by its position.
