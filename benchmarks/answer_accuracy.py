@@ -148,12 +148,17 @@ def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Pat
         print(f"[{time.strftime('%H:%M:%S')}] {query['id']} {query['type']}: {answer.text[:80]!r}",
               flush=True)
     row = dict(cache[query["id"]])
-    golds = query.get("aliases", [query["answer"]])
-    row.update(type=query["type"], gold=query["answer"],
-               correct=any(is_correct(row["answer"], g, query["type"]) for g in golds),
-               exact=any(exact_match(row["answer"], g) for g in golds),
-               f1=round(max(token_f1(row["answer"], g) for g in golds), 4))
+    row.update(type=query["type"], gold=query["answer"], **judge(query, row["answer"]))
+    row["f1"] = round(row["f1"], 4)
     return row
+
+
+def judge(query: dict, answer: str) -> dict:
+    """``correct`` (containment), ``exact`` and ``f1`` of an answer against the gold or its aliases."""
+    golds = query.get("aliases", [query["answer"]])
+    return {"correct": any(is_correct(answer, g, query["type"]) for g in golds),
+            "exact": any(exact_match(answer, g) for g in golds),
+            "f1": max(token_f1(answer, g) for g in golds)}
 
 
 def _summary(rows: list[dict]) -> dict:

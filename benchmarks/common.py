@@ -104,6 +104,16 @@ def _cell(value: Any) -> str:
 VECTOR_TABLES = {"documents", "chunks", "manifest", "vector_files", "sqlite_schema", "sqlite_sequence"}
 
 
+def stored_files(folder: Path, recursive: bool = False) -> dict[str, int]:
+    """Bytes per file an index keeps on disk (relative names).
+
+    SQLite's -wal/-shm files and the write lock come and go with connections: not the index.
+    """
+    paths = folder.rglob("*") if recursive else folder.iterdir()
+    return {str(p.relative_to(folder)): p.stat().st_size for p in paths
+            if p.is_file() and not p.name.endswith(("-wal", "-shm", ".lock"))}
+
+
 def method_footprint(index: Path) -> dict[str, int]:
     """Bytes on disk each retrieval method needs from an index (the paper's Figure 7 x-axis).
 
@@ -111,9 +121,7 @@ def method_footprint(index: Path) -> dict[str, int]:
     graph but not the relation vectors; ``dual``, ``topology`` and ``auto`` everything. SQLite's
     pages are split by table with the ``dbstat`` virtual table.
     """
-    # SQLite's -wal/-shm and the write lock come and go with connections: not the index.
-    files = {p.name: p.stat().st_size for p in index.iterdir()
-             if p.is_file() and not p.name.endswith(("-wal", "-shm", ".lock"))}
+    files = stored_files(index)
     with closing(sqlite3.connect(f"file:{index / 'index.sqlite'}?mode=ro", uri=True)) as db:
         owner = dict(db.execute("SELECT name, tbl_name FROM sqlite_schema"))
         pages = db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()

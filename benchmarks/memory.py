@@ -18,7 +18,7 @@ import sys
 import time
 
 from edge_rag import EdgeRAG, Settings
-from edge_rag.budget import estimate_memory
+from edge_rag.budget import MemoryEstimate, estimate_memory
 
 from .common import RESULTS, markdown_table, peak_rss_mb, write_result
 from .datasets import DATASETS, open_index
@@ -34,9 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = []
     for profile in args.profiles.split(","):
+        estimate = _estimate(args, profile)
         for method in args.methods.split(","):
             print(f"[{time.strftime('%H:%M:%S')}] {profile} / {method}", flush=True)
-            rows.append(_measure(args, profile, method))
+            rows.append(_measure(args, profile, method, estimate))
     headers = ["profile", "method", "SLM", "window", "budget MiB", "estimate MiB", "peak RSS MiB",
                "estimate / measured", "fits"]
     table = markdown_table(headers, [[r[h] for h in headers] for r in rows])
@@ -46,10 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _measure(args: argparse.Namespace, profile: str, method: str) -> dict:
-    settings = Settings.load(profile)
+def _estimate(args: argparse.Namespace, profile: str) -> MemoryEstimate:
+    """The budget's estimate for the profile's index of the data set (built here if missing)."""
     with open_index(DATASETS[args.dataset], profile, progress=False) as rag:
-        estimate = estimate_memory(settings, rag.directory)
+        return estimate_memory(rag.settings, rag.directory)
+
+
+def _measure(args: argparse.Namespace, profile: str, method: str, estimate: MemoryEstimate) -> dict:
+    settings = Settings.load(profile)
     command = [sys.executable, "-m", "benchmarks.memory", "--child", "--dataset", args.dataset,
                "--profiles", profile, "--methods", method, "--questions", str(args.questions)]
     child = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)

@@ -43,7 +43,7 @@ from typing import Any
 
 from edge_rag import Document, EdgeRAG, Settings
 
-from .answer_accuracy import is_correct, stratified, token_f1
+from .answer_accuracy import judge, stratified
 from .common import (
     RESULTS,
     ROOT,
@@ -53,6 +53,7 @@ from .common import (
     percentiles,
     pyplot,
     save_figure,
+    stored_files,
     write_result,
 )
 from .datasets import DATASETS
@@ -130,13 +131,6 @@ def text_of(document: Document) -> str:
     return "".join(document.blocks())
 
 
-def judge(query: dict, answer: str) -> dict:
-    """Accuracy and token F1 of one answer against the gold (and aliases)."""
-    golds = query.get("aliases", [query["answer"]])
-    return {"correct": any(is_correct(answer, g, query["type"]) for g in golds),
-            "f1": max(token_f1(answer, g) for g in golds)}
-
-
 def recall(query: dict, keys: list[str]) -> float:
     """Share of the evidence among the first RECALL_AT distinct documents of a context."""
     found = set(list(dict.fromkeys(keys))[:RECALL_AT])
@@ -187,8 +181,7 @@ def _peak_rss(work: Path) -> float:
 
 
 def _folder_bytes(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.name != "state.json"
-               and not p.name.endswith(("-wal", "-shm", ".lock")))
+    return sum(stored_files(folder, recursive=True).values())
 
 
 def _summarise(rows: list[dict], asked: list[dict]) -> dict:

@@ -30,7 +30,7 @@ from edge_rag.models import Embedder, ModelFolder
 from edge_rag.plan import LABELS, METHOD_OF_LABEL
 from edge_rag.plan.rules import rule_label
 
-from .answer_accuracy import _load_cache, cache_path, is_correct, stratified
+from .answer_accuracy import _load_cache, cache_path, judge, stratified
 from .common import markdown_table, percentiles, write_result
 from .datasets import DATASETS
 
@@ -147,9 +147,8 @@ def _plan_ms(name: str, subset: list[dict]) -> float:
 def _judge(query: dict, row: dict | None) -> tuple[bool, float] | None:
     if row is None:
         return None
-    golds = query.get("aliases", [query["answer"]])
     latency = row["retrieve_ms"] + row["prefill_ms"] + row["decode_ms"]
-    return any(is_correct(row["answer"], g, query["type"]) for g in golds), latency
+    return judge(query, row["answer"])["correct"], latency
 
 
 def _summarise(judged: list[tuple[bool, float]]) -> dict:
