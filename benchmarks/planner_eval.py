@@ -19,6 +19,7 @@ every fixed method on the type-stratified subsets (``python -m benchmarks.answer
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections import Counter
 
@@ -105,6 +106,7 @@ def _table3(name: str, rows: list[dict], plans: list[tuple[str, str]], limit: in
     answers = {m: _load_cache(cache_path(name, slm, m)) for m in METHOD_OF_LABEL.values()}
     plan_of = {r["id"]: plans[i] for i, r in enumerate(rows) if r["dataset"] == name}
     judged = {m: [_judge(q, answers[m].get(q["id"])) for q in subset] for m in answers}
+    _warn_missing(name, limit, judged)
     table = {m: _summarise(v) for m, v in judged.items() if all(x is not None for x in v)}
     auto = [_judge(q, answers[plan_of[q["id"]][1]].get(q["id"])) for q in subset if q["id"] in plan_of]
     if auto and all(x is not None for x in auto):
@@ -115,6 +117,16 @@ def _table3(name: str, rows: list[dict], plans: list[tuple[str, str]], limit: in
     if len(table) > len(METHOD_OF_LABEL):
         table["judges"] = _judges(name, rows, subset, judged)
     return table
+
+
+def _warn_missing(name: str, limit: int, judged: dict) -> None:
+    """Name the answer runs whose cache (``benchmarks/results/cache/``, not in git) is incomplete."""
+    for method, rows in judged.items():
+        missing = sum(row is None for row in rows)
+        if missing:
+            print(f"{name}/{method}: {missing} of {len(rows)} answers not cached; the Table 3 row is "
+                  f"left out (run python -m benchmarks.answer_accuracy --dataset {name} "
+                  f"--method {method} --limit {limit})", file=sys.stderr)
 
 
 def _judges(name: str, rows: list[dict], subset: list[dict], judged: dict) -> dict:
