@@ -160,8 +160,10 @@ def _add_graph(commands: Any) -> None:
                                 "their weight, similar edges with their score) as JSON or GraphML; "
                                 "with --around, only the entities within --hops of one entity.")
     graph.add_argument("--index", required=True, type=Path, metavar="DIR", help="index directory")
+    graph.add_argument("--profile", default=None, help="device profile name or TOML path")
     graph.add_argument("--format", default="json", choices=("json", "graphml"),
                        help="output format (default: %(default)s)")
+    graph.add_argument("--json", action="store_true", help="same as --format json")
     graph.add_argument("--around", default=None, metavar="ENTITY", help="centre entity name")
     graph.add_argument("--hops", type=int, default=2, help="neighbourhood radius (default: %(default)s)")
     graph.add_argument("--output", type=Path, default=None, metavar="FILE",
@@ -299,7 +301,9 @@ def _open(args: argparse.Namespace, create: bool = False, **overrides: Any) -> E
 
 
 def _graph(args: argparse.Namespace) -> int:
-    with EdgeRAG.open(args.index, create=False) as rag:
+    if args.json and args.format == "graphml":
+        raise EdgeRagError("--json and --format graphml ask for two formats: give one")
+    with _open(args) as rag:
         data = rag.graph(args.around, args.hops)
     text = graphml(data) if args.format == "graphml" else json.dumps(data, ensure_ascii=False, indent=1)
     if args.output is None:
