@@ -1,0 +1,622 @@
+"""Write ``benchmarks/RESULTS.md`` from the results JSON in ``benchmarks/results/``.
+
+    python -m benchmarks.results_md            # rewrite benchmarks/RESULTS.md
+    python -m benchmarks.results_md --check    # exit 1 when the committed file is stale
+
+Every result file a benchmark script writes is rendered here: the shapes this module knows get
+their own tables; any other JSON file (a new benchmark, or a known one whose shape changed) is
+listed as stored (its scalar fields, and a table for every list or mapping of records), so a
+new result shows up before anyone writes a renderer for it and nothing breaks.
+The output depends only on the files, so a test can check that the committed page is current.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .common import RESULTS
+
+OUTPUT = RESULTS.parent / "RESULTS.md"
+DATASET_NAMES = {"lihua": "LiHua-World", "2wiki": "2WikiMultihopQA", "hotpotqa": "HotpotQA (sample)",
+                 "multihop": "MultiHop-RAG (derived stand-in)"}
+METHOD_ORDER = ["none", "vector", "local", "dual", "topology", "auto"]
+PAPER_NAMES = {"vector": "VR", "local": "LR", "dual": "DR", "topology": "TR"}
+TYPES = ("Single", "Multi", "Null", "All")
+ROW_LIMIT = 40
+# Shapes a section cannot read: the files are then listed as stored instead.
+SHAPE_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One results file: its name, parsed content and the plot stored beside it, if any."""
+
+    name: str
+    data: Any
+    plot: str | None = None
+
+
+Renderer = Callable[[list[Result]], str]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A part of RESULTS.md: the files it claims (glob patterns), its introduction, its tables."""
+
+    title: str
+    patterns: tuple[str, ...]
+    intro: str
+    render: Renderer
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write RESULTS.md, or with --check report whether the committed one is current."""
+    args = _parser().parse_args(argv)
+    text = render(Path(args.results))
+    output = Path(args.output)
+    if args.check:
+        current = output.is_file() and output.read_text(encoding="utf-8") == text
+        print(f"{output} is {'up to date' if current else 'stale: run python -m benchmarks.results_md'}")
+        return 0 if current else 1
+    output.write_text(text, encoding="utf-8")
+    print(f"wrote {output} from {len(load(Path(args.results)))} result files")
+    return 0
+
+
+def render(results: Path = RESULTS) -> str:
+    """The whole RESULTS.md text for the files in ``results``."""
+    files = load(results)
+    claimed: set[str] = set()
+    parts = []
+    for section in SECTIONS:
+        mine = [r for r in files if r.name not in claimed and _matches(r.name, section.patterns)]
+        claimed.update(r.name for r in mine)
+        if mine:
+            parts.append((section.title, f"{section.intro}\n\n{_safely(section.render, mine)}"))
+    others = [r for r in files if r.name not in claimed]
+    if others:
+        parts.append(("Other results", OTHER_INTRO + "\n\n" + "\n\n".join(generic(r) for r in others)))
+    contents = "\n".join(f"- [{title}](#{_anchor(title)})" for title, _ in parts)
+    body = "\n\n".join(f"## {title}\n\n{text}" for title, text in parts)
+    return f"{HEADER}\n\n{contents}\n\n{CACHE_NOTE}\n\n{body}\n"
+
+
+def load(results: Path) -> list[Result]:
+    """Every ``*.json`` file of the results folder (not the answer cache), sorted by name."""
+    out = []
+    for path in sorted(results.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = {"unreadable": f"{type(exc).__name__}: {exc}"}
+        plot = path.with_suffix(".png")
+        out.append(Result(path.name, data, f"results/{plot.name}" if plot.is_file() else None))
+    return out
+
+
+# -- known shapes ----------------------------------------------------------------------------
+
+def suite(results: list[Result]) -> str:
+    """One table per data set and profile: every method's answers, recall, latency, index bytes."""
+    return "\n\n".join(_suite_one(r) for r in sorted(results, key=_dataset_then_name))
+
+
+def _suite_one(result: Result) -> str:
+    data = result.data
+    title = f"### {_dataset(data.get('dataset'))}, profile {data['profile']}"
+    if "refused" in data:
+        return (f"{title}\n\nRefused before anything loaded (exit status 3): {data['refused']}\n\n"
+                f"{_when(result)}")
+    methods = data["methods"]
+    ks = _recall_ks(next(iter(methods.values())))
+    headers = ["method", "accuracy", "F1", *(f"R@{k}" for k in ks), "plan p50", "retrieve p50 / p95",
+               "prefill p50", "decode p50", "index MiB"]
+    rows = [_suite_row(data, name, r, ks) for name, r in _ordered(methods)]
+    memory, index = data["memory"], data["index"]
+    build = index.get("build")
+    built = f"built in {build['seconds'] / 60:.1f} min" if build else "build time not recorded"
+    chose = {n: r["chosen"] for n, r in methods.items() if r.get("chosen")}
+    foot = (f"{data['queries']} queries, SLM {data['slm']}"
+            f"{', degraded ' + _plain(data['degraded']) if data.get('degraded') else ''}; index "
+            f"{index['total_bytes'] / 2**20:.1f} MiB, {built}; memory estimate {memory['estimate_mb']} MiB, "
+            f"peak RSS {memory['peak_rss_mb']} MiB, budget {memory['budget_mb'] or 'none'}. Latencies in "
+            f"ms; {memory['answers_generated']} answers generated in this run, the rest from the answer "
+            f"cache with the times of the run that made them."
+            + "".join(f" {n} chose {_plain(c)}." for n, c in chose.items()))
+    return "\n\n".join([title, table(headers, rows), _with_plot(foot, result), _when(result)])
+
+
+def _suite_row(data: dict, name: str, r: dict, ks: list[int]) -> list[Any]:
+    lat = r["latency_ms"]
+    method_bytes = data["index"]["method_bytes"].get(name.split()[0])
+    return [name, _f(r["accuracy"], 3), _f(r["token_f1"], 3), *(_f(r.get(f"recall@{k}"), 3) for k in ks),
+            _f(lat.get("plan", {}).get("p50"), 1),
+            f"{_f(lat['retrieve']['p50'], 1)} / {_f(lat['retrieve']['p95'], 1)}",
+            _f(lat["prefill"]["p50"], 0), _f(lat["decode"]["p50"], 0),
+            _f(method_bytes / 2**20 if method_bytes is not None else None, 1)]
+
+
+def peers(results: list[Result]) -> str:
+    """One table per data set: every system and mode on the same subset, SLM and embedder."""
+    return "\n\n".join(_peers_one(r) for r in sorted(results, key=_dataset_then_name))
+
+
+def _peers_one(result: Result) -> str:
+    data = result.data
+    at = data.get("recall_at", 5)
+    headers = ["system", "mode", "accuracy", "F1", f"R@{at}", "latency p50 / p95 s", "index build s",
+               "index MiB", "peak RSS MiB"]
+    rows, notes = [], []
+    for system, r in data["systems"].items():
+        if "skipped" in r:
+            notes.append(f"{system} skipped: {r['skipped']}")
+            continue
+        notes.append(f"{system}: {r.get('settings', '')}"
+                     + (f"; SLM calls {_plain(r['llm_calls'])}" if r.get("llm_calls") else ""))
+        rows += [[system, mode, _f(m["accuracy"], 3), _f(m["token_f1"], 3), _f(m.get("recall"), 3),
+                  f"{_f(m['latency_s']['p50'], 2)} / {_f(m['latency_s']['p95'], 2)}",
+                  _f(r["build_seconds"], 1), _f(r["index_bytes"] / 2**20, 2), _f(r["peak_rss_mb"], 0)]
+                 for mode, m in r["modes"].items()]
+    title = (f"### {_dataset(data['dataset'])}: {data['queries']} questions over {data['documents']} "
+             f"documents, SLM {data['slm']}")
+    foot = "\n".join(f"- {n}" for n in notes)
+    return "\n\n".join([title, table(headers, rows), _with_plot(foot, result), _when(result)])
+
+
+def retrieval(results: list[Result]) -> str:
+    """Evidence recall and latency of every retrieval method, per data set."""
+    return "\n\n".join(_retrieval_one(r) for r in sorted(results, key=_dataset_then_name))
+
+
+def _retrieval_one(result: Result) -> str:
+    data = result.data
+    methods = data["methods"]
+    first = next(iter(methods.values()))
+    everyone = first["All"]["queries"]
+    kinds = [k for k in TYPES if k in first and (k == "All" or first[k]["queries"] != everyone)]
+    ks = _recall_ks(first["All"])
+    headers = ["method"] + [f"{k} R@{n}" if len(kinds) > 1 else f"R@{n}" for k in kinds for n in ks]
+    rows = [[_method_label(name)] + [_f(r[k].get(f"recall@{n}"), 3) for k in kinds for n in ks]
+            + [_f(r["latency_ms"]["p50"], 1), _f(r["latency_ms"]["p95"], 1)] for name, r in _ordered(methods)]
+    build = data.get("build", {})
+    facts = ", ".join(f"{_f(build[k], 0)} {k.replace('_', ' ')}" for k in
+                      ("documents", "chunks", "entities", "relations", "similar_edges") if k in build)
+    size = f", {build['total_bytes'] / 2**20:.1f} MiB" if "total_bytes" in build else ""
+    foot = (f"{data['queries']} queries with evidence; index: {facts}{size}; peak RSS "
+            f"{_f(data.get('peak_rss_mb'), 0)} MiB. {data.get('note') or ''}").strip()
+    title = f"### {_dataset(data.get('dataset'))}"
+    return "\n\n".join([title, table(headers + ["p50 ms", "p95 ms"], rows), foot, _when(result)])
+
+
+def answer_accuracy(results: list[Result]) -> str:
+    """Accuracy per data set and method, then every run's summary, then per-type tables of full runs."""
+    runs = sorted(results, key=lambda r: (_dataset_key(r.data.get("dataset", "lihua")),
+                                          r.data.get("limit") or 10**9, _method_key(r.data["method"])))
+    methods = sorted({r.data["method"] for r in runs}, key=_method_key)
+    groups: dict[tuple, dict[str, Any]] = {}
+    for r in runs:
+        key = (_dataset(r.data.get("dataset", "lihua")), r.data.get("limit"), r.data["slm"])
+        groups.setdefault(key, {})[r.data["method"]] = r.data["summary"]["All"]["accuracy"]
+    matrix = table(["data set", "questions", "SLM", *methods],
+                   [[d, limit or "all", slm, *(_f(accs.get(m), 3) for m in methods)]
+                    for (d, limit, slm), accs in groups.items()])
+    detail = table(["data set", "questions", "method", "accuracy", "exact", "F1", "retrieve ms",
+                    "prefill ms", "decode ms", "from cache", "file"],
+                   [_accuracy_row(r) for r in runs])
+    full = [_accuracy_types(r) for r in runs if not r.data.get("limit")]
+    return "\n\n".join(["Accuracy (All) by method:", matrix, "Every run (All):", detail, *full])
+
+
+def _accuracy_row(result: Result) -> list[Any]:
+    data, s = result.data, result.data["summary"]["All"]
+    return [_dataset(data.get("dataset", "lihua")), s["queries"], data["method"], _f(s["accuracy"], 3),
+            _f(s.get("exact_match"), 3), _f(s["token_f1"], 3), _f(s["retrieve_ms"], 1),
+            _f(s["prefill_ms"], 0), _f(s["decode_ms"], 0), data.get("answers_from_cache", ""),
+            f"`{result.name}`"]
+
+
+def _accuracy_types(result: Result) -> str:
+    data = result.data
+    rows = [[t, s["queries"], _f(s["accuracy"], 3), _f(s["token_f1"], 3), _f(s["retrieve_ms"], 1),
+             _f(s["prefill_ms"], 0), _f(s["decode_ms"], 0)] for t, s in data["summary"].items()]
+    title = (f"Every dev query of {_dataset(data.get('dataset', 'lihua'))}, method {data['method']}, "
+             f"SLM {data['slm']} (`{result.name}`):")
+    return "\n\n".join([title, table(["type", "queries", "accuracy", "token F1", "retrieve ms",
+                                      "prefill ms", "decode ms"], rows)])
+
+
+def planner(results: list[Result]) -> str:
+    """The planner's labels, its cross-validated accuracy and the Table 3 comparison."""
+    return "\n\n".join(_planner_one(r) for r in results)
+
+
+def _planner_one(result: Result) -> str:
+    data = result.data
+    if "planner_accuracy" not in data:
+        return _labels(result)
+    acc = table(["data set", "queries", "head = label (5-fold CV)", "head picks a working method",
+                 "rules = label", "rules pick a working method"],
+                [[_dataset(k), v["queries"], _f(v["head_cv"], 3), _f(v["head_cv_works"], 3),
+                  _f(v["rules"], 3), _f(v["rules_works"], 3)] for k, v in data["planner_accuracy"].items()])
+    labels = list(data["confusion"])
+    confusion = table(["label \\ head (CV)", *labels],
+                      [[t, *(row.get(k, 0) for k in labels)] for t, row in data["confusion"].items()])
+    names = list(next(iter(data["recall"].values())))
+    recall = table(["data set", *names], [[_dataset(k), *(_f(v.get(n), 3) for n in names)]
+                                          for k, v in data["recall"].items()])
+    latency = ", ".join(f"{k.removeprefix('head_').removesuffix('_ms')} {v} ms"
+                        for k, v in data["planner_ms"].items())
+    return "\n\n".join(["### Planner accuracy (`planner_eval.json`)", acc,
+                        "Confusion, rows the label, columns the cross-validated head's choice:", confusion,
+                        "### Answers: auto against every fixed method (accuracy / mean latency)",
+                        _table3(data["table3"]),
+                        "### Evidence recall of the chosen context, every labelled dev query", recall,
+                        f"Planner head alone: {latency}.", _when(result)])
+
+
+def _table3(data: dict) -> str:
+    methods = [m for m in METHOD_ORDER if any(m in t for t in data.values())]
+    rows = [[_dataset(name), *(f"{_f(t[m]['accuracy'], 3)} / {t[m]['latency_ms'] / 1000:.1f} s"
+                               if m in t else "" for m in methods)] for name, t in data.items()]
+    notes = [f"- {_dataset(name)}: auto chose {_plain(t.get('auto_methods', {}))}"
+             + (f"; judges {_plain(t['judges'])}" if "judges" in t else "") for name, t in data.items()]
+    return table(["data set", *methods], rows) + "\n\n" + "\n".join(notes)
+
+
+def _labels(result: Result) -> str:
+    data = result.data
+    labels = sorted({k for counts in data["labels"].values() for k in counts})
+    rows = [[_dataset(name), sum(c.values()), *(c.get(k, 0) for k in labels)]
+            for name, c in data["labels"].items()]
+    return "\n\n".join([f"### Labels (`{result.name}`)", table(["data set", "queries", *labels], rows),
+                        f"Judges: {_plain(data['judges'])}; SLM {data.get('slm')}; feature version "
+                        f"{data.get('feature_version')}.", _when(result)])
+
+
+def vector_recall(results: list[Result]) -> str:
+    """VR recall@k per query type, then the chunk-size sweep."""
+    main_run = [r for r in results if not r.name.startswith("sweep_")]
+    sweep = sorted((r for r in results if r.name.startswith("sweep_")),
+                   key=lambda r: (r.data["settings"]["chunk_tokens"], r.data["settings"]["chunk_overlap"]))
+    parts = [_recall_one(r) for r in main_run]
+    if sweep:
+        rows = [_sweep_row(r) for r in sweep]
+        parts += ["### Chunk size sweep (`sweep_*.json`, All queries)",
+                  table(["chunk / overlap tokens", "chunks", "build s", "R@1", "R@3", "R@5", "R@10",
+                         "Multi R@10", "index MiB", "peak RSS MiB", "file"], rows)]
+    return "\n\n".join(parts)
+
+
+def _recall_one(result: Result) -> str:
+    data = result.data
+    recall, build, settings = data["recall"], data["build"], data["settings"]
+    ks = _recall_ks(recall["All"])
+    rows = [[t, recall[t]["queries"], *(_f(recall[t].get(f"recall@{k}"), 3) for k in ks)]
+            for t in TYPES if t in recall]
+    foot = (f"{settings['embedder']}, {settings['chunk_tokens']}/{settings['chunk_overlap']}-token chunks, "
+            f"{settings['vector_dtype']} vectors: {_f(build['documents'], 0)} documents, "
+            f"{_f(build['chunks'], 0)} chunks in {build['seconds']} s ({build['chunks_per_second']} "
+            f"chunks/s); {data['index_total_bytes'] / 2**20:.1f} MiB on disk; peak RSS "
+            f"{_f(data['peak_rss_mb'], 0)} MiB; retrieval p50 {recall['latency_ms']['p50']} ms, p95 "
+            f"{recall['latency_ms']['p95']} ms.")
+    return "\n\n".join([f"### VR recall (`{result.name}`)",
+                        table(["type", "queries", *(f"R@{k}" for k in ks)], rows), foot, _when(result)])
+
+
+def _sweep_row(result: Result) -> list[Any]:
+    data = result.data
+    settings, recall = data["settings"], data["recall"]
+    return [f"{settings['chunk_tokens']} / {settings['chunk_overlap']}", _f(data["build"]["chunks"], 0),
+            _f(data["build"]["seconds"], 1),
+            *(_f(recall["All"].get(f"recall@{k}"), 3) for k in (1, 3, 5, 10)),
+            _f(recall.get("Multi", {}).get("recall@10"), 3), _f(data["index_total_bytes"] / 2**20, 1),
+            _f(data["peak_rss_mb"], 0), f"`{result.name}`"]
+
+
+def graph_build(results: list[Result]) -> str:
+    """One row per graph build: time, failures, entities, merges, relations, coverage."""
+    rows = [_graph_row(r) for r in results]
+    return "\n\n".join([table(["extractor", "conversations", "chunks", "graph s", "s per chunk", "failures",
+                               "names → entities", "merges", "similar", "relations", "graph MiB",
+                               "coverage names / text", "peak RSS MiB", "file"], rows),
+                        "; ".join(_when(r) for r in results)])
+
+
+def _graph_row(result: Result) -> list[Any]:
+    data = result.data
+    coverage = data.get("coverage") or {}
+    covered = (f"{_f(coverage.get('entity_names'), 3)} / {_f(coverage.get('graph_text'), 3)}"
+               if coverage else "")
+    names = f"{_f(data['entity_names'], 0)} → {_f(data['entities'], 0)}"
+    extractor = data["extractor"] + (f" ({data['slm']})" if data["extractor"] == "slm" else "")
+    return [extractor, data["conversations"], _f(data["chunks"], 0), _f(data["seconds_graph"], 1),
+            _f(data["seconds_per_chunk"], 3), f"{data['failure_rate']:.0%}",
+            names, data["merges"], data["similar_edges"], _f(data["relations"], 0),
+            _f(data["graph_bytes_sqlite"]["total"] / 2**20, 1), covered,
+            _f(data.get("peak_rss_mb"), 0), f"`{result.name}`"]
+
+
+def slm_speed(results: list[Result]) -> str:
+    """One table per prompt length: load, prefill, decode, first token and peak RSS of each model."""
+    ordered = sorted(results, key=lambda r: r.data["prompt_tokens"], reverse=True)
+    return "\n\n".join(_speed_one(r) for r in ordered)
+
+
+def _speed_one(result: Result) -> str:
+    data = result.data
+    rows = [[r["model"], r["variant"], _f(r.get("file_mb"), 0), _f(r.get("load_s"), 1),
+             _f(r.get("prefill_tps"), 0), _f(r.get("decode_tps"), 1), _f(r.get("ttft_ms"), 0),
+             _f(r.get("peak_rss_mb"), 0)] for r in data["rows"]]
+    title = f"### {data['prompt_tokens']}-token prompt, {data['new_tokens']} new tokens (`{result.name}`)"
+    return "\n\n".join([title, table(["model", "variant", "file MB", "load s", "prefill tok/s",
+                                      "decode tok/s", "TTFT ms", "peak RSS MB"], rows), _when(result)])
+
+
+def memory(results: list[Result]) -> str:
+    """Estimate against measured peak RSS, per profile and method."""
+    return "\n\n".join(_memory_one(r) for r in results)
+
+
+def _memory_one(result: Result) -> str:
+    data = result.data
+    rows = [[r["profile"], r["method"], r["SLM"], r["window"], r["budget MiB"], _f(r["estimate MiB"], 0),
+             _f(r["peak RSS MiB"], 0), _f(r["estimate / measured"], 2), r["fits"],
+             ", ".join(f"{k} {v:.0f}" for k, v in r.get("parts_mb", {}).items())] for r in data["rows"]]
+    return "\n\n".join([f"### {_dataset(data.get('dataset'))} (`{result.name}`)",
+                        table(["profile", "method", "SLM", "window", "budget MiB", "estimate MiB",
+                               "peak RSS MiB", "estimate / measured", "fits", "estimate parts MiB"], rows),
+                        _when(result)])
+
+
+# -- any other shape -----------------------------------------------------------------------
+
+def generic(result: Result) -> str:
+    """A result file listed as stored: scalar fields in one line, records as tables."""
+    data = result.data if isinstance(result.data, dict) else {"rows": result.data}
+    scalars = {k: v for k, v in data.items() if _scalar(v) and k != "benchmark"}
+    lines = [f"### `{result.name}`"]
+    if scalars:
+        lines.append("; ".join(f"{k}: {_cell(v)}" for k, v in scalars.items()))
+    for key, value in data.items():
+        if _scalar(value) or key == "machine":
+            continue
+        records = _records(value)
+        if records:
+            lines += [f"`{key}`:", records]
+        else:
+            lines.append(f"`{key}`: {_plain(value)[:300]}")
+    if result.plot:
+        lines.append(f"[plot]({result.plot})")
+    return "\n\n".join(lines)
+
+
+def _records(value: Any) -> str | None:
+    """A table for a list of records or a mapping of records (one nesting level flattened)."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        keyed = [("", v) for v in value]
+    elif isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+        keyed = list(value.items())
+    else:
+        return None
+    flat = [(key, _flatten(record)) for key, record in keyed]
+    headers = list(dict.fromkeys(h for _, record in flat for h in record))
+    rows = [([key] if keyed[0][0] else []) + [_cell(record.get(h, "")) for h in headers]
+            for key, record in flat[:ROW_LIMIT]]
+    text = table((["key"] if keyed[0][0] else []) + headers, rows)
+    more = f"\n\n(first {ROW_LIMIT} of {len(flat)} rows)" if len(flat) > ROW_LIMIT else ""
+    return text + more
+
+
+def _flatten(record: dict) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        if isinstance(value, dict) and all(_scalar(v) for v in value.values()):
+            out.update({f"{key} {k}": v for k, v in value.items()})
+        else:
+            out[key] = value if _scalar(value) else _plain(value)[:80]
+    return out
+
+
+# -- formatting ----------------------------------------------------------------------------
+
+def table(headers: list[str], rows: Iterable[list[Any]]) -> str:
+    """A GitHub-flavoured Markdown table of already formatted cells (pipes escaped)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _f(value: Any, digits: int) -> str:
+    """A number with fixed decimals and thousands separators; empty for None."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        return value
+    return f"{value:,.{digits}f}"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return "" if value is None else str(value).replace("\n", " ")
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_plain(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_plain(v) for v in value)
+    return _cell(value)
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _when(result: Result) -> str:
+    data = result.data
+    return f"_`{result.name}`, {data.get('when', 'undated')}._" if isinstance(data, dict) else ""
+
+
+def _with_plot(text: str, result: Result) -> str:
+    return f"{text}\n\n[plot]({result.plot})" if result.plot else text
+
+
+def _recall_ks(record: dict) -> list[int]:
+    return sorted(int(k.split("@")[1]) for k in record if k.startswith("recall@"))
+
+
+def _ordered(methods: dict[str, Any]) -> list[tuple[str, Any]]:
+    return sorted(methods.items(), key=lambda item: _method_key(item[0]))
+
+
+def _method_key(name: str) -> tuple[int, int, str]:
+    base, _, variant = name.replace("-noweights", " -weights").partition(" ")
+    rank = METHOD_ORDER.index(base) if base in METHOD_ORDER else len(METHOD_ORDER)
+    return (1 if variant else 0, rank, name)
+
+
+def _method_label(name: str) -> str:
+    return f"{name} ({PAPER_NAMES[name]})" if name in PAPER_NAMES else name
+
+
+def _dataset(name: Any) -> str:
+    return DATASET_NAMES.get(name, str(name))
+
+
+def _dataset_key(name: Any) -> tuple[int, str]:
+    order = list(DATASET_NAMES)
+    return (order.index(name) if name in order else len(order), str(name))
+
+
+def _dataset_then_name(result: Result) -> tuple:
+    return (_dataset_key(result.data.get("dataset")), result.name)
+
+
+def _matches(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _anchor(title: str) -> str:
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def _safely(render_section: Renderer, results: list[Result]) -> str:
+    try:
+        return render_section(results)
+    except SHAPE_ERRORS as exc:
+        note = (f"_results_md cannot read this shape ({type(exc).__name__}: {exc}); the files are "
+                "listed as stored. Update benchmarks/results_md.py._")
+        return "\n\n".join([note, *(generic(r) for r in results)])
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the output file is not current")
+    parser.add_argument("--results", default=str(RESULTS), help="results folder (default: %(default)s)")
+    parser.add_argument("--output", default=str(OUTPUT), help="file to write (default: %(default)s)")
+    return parser
+
+
+# -- the page ------------------------------------------------------------------------------
+
+HEADER = """# Benchmark results
+
+Generated by `python -m benchmarks.results_md` from the JSON files in
+[`benchmarks/results/`](results/); do not edit by hand (a test checks this page is current).
+Every number comes from a benchmark script run on the development machine: 2 x86-64 cores
+without VNNI, shared with other jobs, 24 GiB, no GPU. Timings on shared cores are noisy: compare
+ratios within one table, not absolute times across tables. Each table ends with its file and when
+it was written."""
+
+CACHE_NOTE = """**The answer cache.** Generated answers are cached in `benchmarks/results/cache/` (not in
+git): `answers-*.jsonl` per data set, SLM, method and a fingerprint of the settings that shape
+the prompt (`benchmarks/answer_accuracy.py`, shared by `suite` and `planner_eval`), `peers-*.jsonl`
+per system (`benchmarks/peers.py`) and `planner-labels-*.jsonl` per data set
+(`benchmarks/planner_labels.py`). The scripts create the folder and fill it as they run, so on a
+fresh clone they regenerate every answer (hours on 2 cores for the Qwen runs) and a rerun only
+generates what is missing. `planner_eval` only reads the cache: run the `answer_accuracy` commands
+it names first. A cached answer keeps the prefill/decode times of the run that made it."""
+
+OTHER_INTRO = """Result files whose shape `benchmarks/results_md.py` does not know yet, listed as stored."""
+
+SECTIONS = [
+    Section("The benchmark suite", ("suite_*.json",), """\
+`python -m benchmarks.suite --profile P --dataset D --limit N`: for one device profile and one data
+set, the profile's memory policy first (a profile that cannot fit is refused before anything
+loads), the index built once per data set and index shape (`benchmarks/.indexes/`), then every
+method and the -weights ablation on a type-stratified subset of the dev queries. Accuracy is
+normalised containment of the gold answer (or an alias); R@k the share of a question's evidence
+found in the top-k chunks (LiHua-World: conversations; 2Wiki: distinct supporting passages);
+index MiB the bytes each method reads (vector: the chunk tables and `chunks.usearch`; graph
+methods: the graph too). `auto` plans with the shipped head, which was trained on these dev
+queries, so its row is optimistic (the cross-validated figures are in the planner section).""", suite),
+    Section("Side by side with LightRAG", ("peers_*.json",), """\
+`pip install -e '.[peers]'` then `python -m benchmarks.peers --dataset lihua` and
+`python -m benchmarks.peers --dataset 2wiki --queries 4 --documents 10`: every system gets the same
+subset (the questions' evidence documents plus their neighbours in corpus order), the same int8
+MiniLM embedder and the same Qwen2.5-Coder-0.5B int8 SLM, each system in its own process.
+LightRAG runs fully offline: edge-rag's SLM and embedder sit in its `llm_model_func` /
+`embedding_func` hooks, the SLM's tokenizer replaces tiktoken, reranking is off, and a socket
+guard turns any network access into an error. Its prompts need a 4,096-token window; its query
+context is capped at 2,048 tokens (edge-rag's whole window in the dev profile). With a handful of
+questions one answer moves accuracy by 10-25 points: the accuracy columns rank nothing.""", peers),
+    Section("Retrieval methods", ("retrieval_*.json",), """\
+`python -m benchmarks.retrieval [--dataset lihua|2wiki]`: evidence recall of every method on every
+dev query with evidence, fast-extractor graph, no generation. LiHua-World: recall of the evidence
+conversations among the documents of the top-k chunks; 2WikiMultihopQA: supporting-passage recall
+among the first k distinct passages. Latencies were taken while other jobs shared the 2 cores:
+compare them within one table only.""", retrieval),
+    Section("Answer accuracy", ("answer_accuracy_*.json",), """\
+`python -m benchmarks.answer_accuracy --dataset D --method M --limit N [--no-weights]`: the SLM's
+answers with each retrieval method; correct = the normalised gold answer (or an alias) is
+contained in the answer, spaces ignored; Null questions are correct when the answer says the
+information is missing. Subsets are type-stratified (LiHua-World 60: 48 Single, 6 Multi,
+6 Null). Containment is stricter than the LLM judge of the paper's tables: a paraphrased right
+answer counts as wrong.""", answer_accuracy),
+    Section("Adaptive planner", ("planner_eval*.json", "planner_labels*.json"), """\
+`python -m benchmarks.planner_labels` labels every dev query with the simplest method that works
+(writes `export/planner_labels.jsonl`), `edge-rag export planner` trains the head on it, and
+`python -m benchmarks.planner_eval` compares the plans with the labels and with every fixed
+method. Every plan below is 5-fold cross-validated (made by a head that never saw the query);
+the answer comparison reuses the cached answers of the fixed methods, plus the planner's own
+time.""", planner),
+    Section("Vector retrieval and chunk size", ("vector_recall*.json", "sweep_*.json"), """\
+`python -m benchmarks.vector_recall [--chunk-tokens N --chunk-overlap M]`: VR (eq. 7) on the
+LiHua-World dev queries with evidence (Null excluded), int8 all-MiniLM-L6-v2. Recall@k is the
+share of a query's evidence conversations among the documents of the top-k chunks. The chunk
+size was tuned on these queries; the sweep runs used embedding batches of 32, the default run
+batches of 8, which moves dynamic-int8 activations slightly.""", vector_recall),
+    Section("Graph index build", ("graph_build_*.json",), """\
+`python -m benchmarks.graph_build [--extractor fast|slm] [--subset 30] [--slm NAME]` on
+LiHua-World. The 30-conversation subset is the evidence conversations of the first dev queries;
+answer coverage is the share of its answerable dev queries whose gold answer appears in the
+entity names (or anywhere in the graph text) linked to their evidence chunks. graph MiB counts
+the graph tables of `index.sqlite`. The whole corpus (442 conversations) with the fast extractor
+took 159 s (graph 99 s) alone on the machine: 3,452 entity names, 3,434 entities, 10,080
+relations (measured once, not kept in a results file).""", graph_build),
+    Section("Small language models", ("slm_speed_*.json",), """\
+`python -m benchmarks.slm_speed [--prompt-tokens N]`: each model in its own process, greedy
+decoding; prefill and decode in tokens per second, TTFT the time to the first token. Rows named
+llama.cpp are the reference figures of MODELS.md, not measured here. Timings vary by about 15 %
+between runs on this machine. The export keeps int8 right and small with weight-only 8-bit
+`MatMulNBits` (block 32, symmetric), logits for the last position only, an untied int8 `lm_head`
+and weights memory-mapped from `model.onnx_data`; decode time goes mostly to the ~3,150 nodes per
+step of the optimum graph (unfused attention, a causal mask rebuilt in every layer).""", slm_speed),
+    Section("Memory budget", ("memory_*.json",), """\
+`python -m benchmarks.memory`: each profile and method in a fresh process answering two
+LiHua-World questions; the estimate of `edge_rag/budget.py` against the measured peak RSS
+(VmHWM). The Pi Zero 2 W profile is measured with its budget lifted; `fits` says what the
+budget check decides.""", memory),
+]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
