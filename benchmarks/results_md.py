@@ -105,7 +105,7 @@ def load(results: Path) -> list[Result]:
 
 def suite(results: list[Result]) -> str:
     """One table per data set and profile: every method's answers, recall, latency, index bytes."""
-    return "\n\n".join(_suite_one(r) for r in sorted(results, key=_dataset_then_name))
+    return _each(_suite_one, sorted(results, key=_dataset_then_name))
 
 
 def _suite_one(result: Result) -> str:
@@ -145,7 +145,7 @@ def _suite_row(data: dict, name: str, r: dict, ks: list[int]) -> list[Any]:
 
 def peers(results: list[Result]) -> str:
     """One table per data set: every system and mode on the same subset, SLM and embedder."""
-    return "\n\n".join(_peers_one(r) for r in sorted(results, key=_dataset_then_name))
+    return _each(_peers_one, sorted(results, key=_dataset_then_name))
 
 
 def _peers_one(result: Result) -> str:
@@ -172,7 +172,7 @@ def _peers_one(result: Result) -> str:
 
 def retrieval(results: list[Result]) -> str:
     """Evidence recall and latency of every retrieval method, per data set."""
-    return "\n\n".join(_retrieval_one(r) for r in sorted(results, key=_dataset_then_name))
+    return _each(_retrieval_one, sorted(results, key=_dataset_then_name))
 
 
 def _retrieval_one(result: Result) -> str:
@@ -234,7 +234,7 @@ def _accuracy_types(result: Result) -> str:
 
 def planner(results: list[Result]) -> str:
     """The planner's labels, its cross-validated accuracy and the Table 3 comparison."""
-    return "\n\n".join(_planner_one(r) for r in results)
+    return _each(_planner_one, results)
 
 
 def _planner_one(result: Result) -> str:
@@ -345,8 +345,7 @@ def _graph_row(result: Result) -> list[Any]:
 
 def slm_speed(results: list[Result]) -> str:
     """One table per prompt length: load, prefill, decode, first token and peak RSS of each model."""
-    ordered = sorted(results, key=lambda r: r.data["prompt_tokens"], reverse=True)
-    return "\n\n".join(_speed_one(r) for r in ordered)
+    return _each(_speed_one, sorted(results, key=lambda r: -_get(r, "prompt_tokens", 0)))
 
 
 def _speed_one(result: Result) -> str:
@@ -361,7 +360,7 @@ def _speed_one(result: Result) -> str:
 
 def memory(results: list[Result]) -> str:
     """Estimate against measured peak RSS, per profile and method."""
-    return "\n\n".join(_memory_one(r) for r in results)
+    return _each(_memory_one, results)
 
 
 def _memory_one(result: Result) -> str:
@@ -497,7 +496,12 @@ def _dataset_key(name: Any) -> tuple[int, str]:
 
 
 def _dataset_then_name(result: Result) -> tuple:
-    return (_dataset_key(result.data.get("dataset")), result.name)
+    return (_dataset_key(_get(result, "dataset")), result.name)
+
+
+def _get(result: Result, key: str, default: Any = None) -> Any:
+    """A top-level field of a result, whatever the file holds."""
+    return result.data.get(key, default) if isinstance(result.data, dict) else default
 
 
 def _matches(name: str, patterns: tuple[str, ...]) -> bool:
@@ -506,6 +510,11 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
 
 def _anchor(title: str) -> str:
     return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def _each(render_one: Callable[[Result], str], results: list[Result]) -> str:
+    """Render file by file, so that one file of an unknown shape leaves the others' tables."""
+    return "\n\n".join(_safely(lambda rs: render_one(rs[0]), [r]) for r in results)
 
 
 def _safely(render_section: Renderer, results: list[Result]) -> str:
