@@ -71,16 +71,18 @@ def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> lis
     return out
 
 
-def documented_words(parser: argparse.ArgumentParser) -> list[str]:
-    """What a command's README block must mention: options, positionals (upper case), choices."""
+def documented_words(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
+    """What a command's README block must mention, and how to say it is missing: options,
+    positionals (upper case) and the choices of each."""
     words = []
     for action in parser._actions:
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
             continue
-        words += [o for o in action.option_strings if o.startswith("--")]
-        if not action.option_strings:
-            words.append(str(action.metavar or action.dest).upper())
-        words += [str(c) for c in action.choices or ()]
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        name = longs[0] if longs else str(action.metavar or action.dest).upper()
+        words += [(o, f"the option {o}") for o in longs]
+        words += [] if action.option_strings else [(name, f"the argument {name}")]
+        words += [(str(c), f"the choice {c!r} of {name}") for c in action.choices or ()]
     return words
 
 
@@ -101,8 +103,8 @@ def test_every_command_and_option_is_in_the_cli_reference() -> None:
         if name not in blocks:
             problems.append(f"no '#### `edge-rag {name}`' block in README's CLI reference")
             continue
-        problems += [f"the README block of `edge-rag {name}` does not mention {word}"
-                     for word in documented_words(parser) if not _mentions(blocks[name], word)]
+        problems += [f"the README block of `edge-rag {name}` does not mention {what}"
+                     for word, what in documented_words(parser) if not _mentions(blocks[name], word)]
     assert not problems, "\n".join(problems)
 
 
