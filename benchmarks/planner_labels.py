@@ -16,7 +16,8 @@ Judges, in the order A < B < C < D < E (none, vector, local, dual, topology):
 
 Writes ``export/planner_labels.jsonl`` (question, data set, label, judge, the cheap planner
 features against that data set's index, and every method's evidence recall; one part per data
-set is kept in ``benchmarks/results/cache/``) and
+set is kept in ``benchmarks/results/cache/``, which is not in git: a data set without a part keeps
+its rows of the existing labels file) and
 ``benchmarks/results/planner_labels.json`` (label distribution per data set). SLM answers are
 cached (see answer_accuracy), retrieval is rerun (it is cheap).
 """
@@ -84,8 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.datasets.split(","):
         part = label_queries(DATASETS[name], None if args.no_slm else args.slm)
         (PARTS / f"planner-labels-{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part))
-    rows = [json.loads(line) for name in DATASETS if (PARTS / f"planner-labels-{name}.jsonl").is_file()
-            for line in (PARTS / f"planner-labels-{name}.jsonl").read_text().splitlines()]
+    rows = [row for name in DATASETS for row in _labelled(name, Path(args.output))]
     Path(args.output).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     summary = {name: dict(Counter(r["label"] for r in rows if r["dataset"] == name))
                for name in dict.fromkeys(r["dataset"] for r in rows)}
@@ -96,6 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     write_result("planner_labels", {"labels": summary, "judges": judges, "slm": args.slm,
                                     "feature_version": FEATURE_VERSION})
     return 0
+
+
+def _labelled(name: str, output: Path) -> list[dict]:
+    """A data set's rows: its part in the cache, or (the cache is not in git) the labels file's."""
+    part = PARTS / f"planner-labels-{name}.jsonl"
+    if part.is_file():
+        return [json.loads(line) for line in part.read_text().splitlines()]
+    kept = output.read_text(encoding="utf-8").splitlines() if output.is_file() else []
+    return [row for row in map(json.loads, kept) if row["dataset"] == name]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -549,10 +549,11 @@ CACHE_NOTE = """**The answer cache.** Generated answers are cached in `benchmark
 git): `answers-*.jsonl` per data set, SLM, method and a fingerprint of the settings that shape
 the prompt (`benchmarks/answer_accuracy.py`, shared by `suite` and `planner_eval`), `peers-*.jsonl`
 per system (`benchmarks/peers.py`) and `planner-labels-*.jsonl` per data set
-(`benchmarks/planner_labels.py`). The scripts create the folder and fill it as they run, so on a
+(`benchmarks/planner_labels.py`; a data set without one keeps its rows of the committed
+`export/planner_labels.jsonl`). The scripts create the folder and fill it as they run, so on a
 fresh clone they regenerate every answer (hours on 2 cores for the Qwen runs) and a rerun only
-generates what is missing. `planner_eval` only reads the cache: run the `answer_accuracy` commands
-it names first. A cached answer keeps the prefill/decode times of the run that made it."""
+generates what is missing. `planner_eval` only reads the cache: it names the `answer_accuracy`
+commands to run first. A cached answer keeps the prefill/decode times of the run that made it."""
 
 OTHER_INTRO = """Result files whose shape `benchmarks/results_md.py` does not know yet, listed as stored."""
 
