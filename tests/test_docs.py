@@ -222,3 +222,13 @@ def test_new_and_changed_result_shapes_are_listed_not_fatal(tmp_path: Path) -> N
     assert "cannot read this shape" in text and "### `suite_lihua_new.json`" in text
     assert "### LiHua-World, profile dev\n\n| method |" in text  # the good file of that section
     assert "### `broken.json`" in text and "JSONDecodeError" in text
+
+
+@pytest.mark.parametrize("page", ["README.md", "benchmarks/RESULTS.md"])
+def test_relative_links_lead_somewhere(page: str) -> None:
+    path = ROOT / page
+    text = path.read_text(encoding="utf-8")
+    anchors = {results_md._anchor(h) for h in re.findall(r"^#+ (.+)$", text, re.MULTILINE)}
+    broken = [target for target in re.findall(r"\]\(([^)\s]+)\)", text) if not target.startswith("http")
+              and not (target[1:] in anchors if target.startswith("#") else (path.parent / target).exists())]
+    assert not broken, f"{page} links to {broken}, which do not exist"
