@@ -49,7 +49,7 @@ def test_readme_gives_the_two_commands() -> None:
     assert commands == ["bash export/bootstrap.sh demo", "bash export/bootstrap.sh test"], commands
 
 
-@pytest.mark.skipif('test)' not in (ROOT / "export" / "bootstrap.sh").read_text(),
+@pytest.mark.skipif(not re.search(r'"test"|\btest\)', (ROOT / "export" / "bootstrap.sh").read_text()),
                     reason="bootstrap.sh has no 'test' mode yet (issue 19a)")
 def test_ci_runs_exactly_the_readme_test_command() -> None:
     run = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
