@@ -592,6 +592,12 @@ retrieval judge tracks what the SLM can use; on 2Wiki the 0.5B model's right ans
 guesses between two names in the question, right more often when the context lacks the
 evidence."""
 
+ANSWER_READING = """\
+A 0.5B model turns little of the recall differences into answers: every method lands within a
+few answers of the others. "none" scores on 2Wiki because many golds are one of two names in the
+question ("which film came out first, X or Y?"); exact match stays near 0 because the model
+answers in a sentence; the model almost never abstains, so Null questions score 0."""
+
 GRAPH_READING = """\
 Every SLM output parsed (the constraint guarantees it). The 0.5B model finds people and a few
 objects but few relations, so on these chats the fast rules give the denser and more useful graph
@@ -644,7 +650,7 @@ answers with each retrieval method; correct = the normalised gold answer (or an 
 contained in the answer, spaces ignored; Null questions are correct when the answer says the
 information is missing. Subsets are type-stratified (LiHua-World 60: 48 Single, 6 Multi,
 6 Null). Containment is stricter than the LLM judge of the paper's tables: a paraphrased right
-answer counts as wrong.""", answer_accuracy),
+answer counts as wrong.""", answer_accuracy, ANSWER_READING),
     Section("Adaptive planner", ("planner_eval*.json", "planner_labels*.json"), """\
 `python -m benchmarks.planner_labels` labels every dev query with the simplest method that works
 (writes `export/planner_labels.jsonl`), `edge-rag export planner` trains the head on it, and
