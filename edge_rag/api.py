@@ -16,13 +16,13 @@ from .index import Chunker, Document, Indexer, InsertReport, read_sources
 from .index.aggregate import AggregationParams
 from .index.export import graph_data
 from .index.extract import make_extractor
-from .index.graph import GraphBuilder
+from .index.graph_builder import GraphBuilder
 from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, make_retriever
-from .retrieve.graph import entity_names
+from .retrieve.graph_reader import entity_names
 from .retrieve.keywords import NameMatcher
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 

@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from ..models.embedder import Embedder
 from ..store import GraphStore, VectorIndex
-from ..store.graph import GraphTables, KeyRow, MentionRow, NewRelation, RelationMentionRow
+from ..store.graph_tables import GraphTables, KeyRow, MentionRow, NewRelation, RelationMentionRow
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
 from .extract import Extractor
 from .fast import STOPWORDS

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..store import VectorIndex
-from ..store.graph import marks, parts
+from ..store.graph_tables import marks, parts
 from .base import IndexView
 from .keywords import NameMatcher
 from .types import RetrievedChunk

@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from .base import timed
-from .graph import GraphReader, Relation
+from .graph_reader import GraphReader, Relation
 from .types import Retrieval
 
 
