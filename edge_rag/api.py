@@ -17,13 +17,13 @@ from .index.aggregate import AggregationParams
 from .index.export import graph_data
 from .index.extract import make_extractor
 from .index.graph_builder import GraphBuilder
+from .lexicon import NameMatcher
 from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, make_retriever
 from .retrieve.graph_reader import entity_names
-from .retrieve.keywords import NameMatcher
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 
 INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype", "extractor")

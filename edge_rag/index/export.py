@@ -10,8 +10,8 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import MissingExtra, NoSuchEntity
+from ..lexicon import entity_key
 from .aggregate import compact
-from .mentions import entity_key
 
 NODE_FIELDS = ("type", "description", "aliases", "chunks")
 EDGE_FIELDS = ("kind", "weight", "score", "keywords", "description", "chunks")

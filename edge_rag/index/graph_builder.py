@@ -27,13 +27,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 from tqdm import tqdm
 
+from ..lexicon import STOPWORDS, entity_key
 from ..models.embedder import Embedder
 from ..store import GraphStore, VectorIndex
 from ..store.graph_tables import GraphTables, KeyRow, MentionRow, NewRelation, RelationMentionRow
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
 from .extract import Extractor
-from .fast import STOPWORDS
-from .mentions import Extraction, chunk_hash, embedding_text, entity_key
+from .mentions import Extraction, chunk_hash, embedding_text
 
 DESCRIPTION_CHARS = 400
 KEYWORD_CHARS = 120

@@ -8,14 +8,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+from ..lexicon import EDGE_PUNCTUATION, SPACES, entity_key
+
 FIELD_CHARS = 160
 MAX_STRENGTH = 10.0
 DEFAULT_STRENGTH = 5.0
-SPACES = re.compile(r"\s+")
 CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 NON_WORD = re.compile(r"[\W_]+")
 REPEATS = re.compile(r"(.{1,4}?)\1{4,}")
-EDGE_PUNCTUATION = " \t\"'`“”‘’.,;:!?()[]{}<>*#"
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,6 @@ class Extraction:
         data = json.loads(text)
         return cls([EntityMention(*e) for e in data["entities"]],
                    [RelationMention(*r) for r in data["relations"]], int(data["failures"]))
-
-
-def entity_key(name: str) -> str:
-    """Case-folded name with collapsed whitespace and no surrounding punctuation."""
-    return SPACES.sub(" ", name).strip(EDGE_PUNCTUATION).casefold()
 
 
 def embedding_text(name: str) -> str:

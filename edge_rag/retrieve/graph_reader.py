@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..lexicon import NameMatcher
 from ..store import VectorIndex
 from ..store.graph_tables import marks, parts
 from .base import IndexView
-from .keywords import NameMatcher
 from .types import RetrievedChunk
 
 
