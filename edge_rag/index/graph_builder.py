@@ -244,7 +244,7 @@ class GraphBuilder:
         relations = self.tables.relations_of(nodes)
         self.relation_vectors.remove([r[0] for r in relations])
         self.tables.delete_entities(nodes)
-        return {sha: np.frombuffer(v, dtype=np.float16) for _, sha, v in relations if sha and v}
+        return {sha: v for _, sha, v in relations if sha and v is not None}
 
     def _add_node(self, group: list[str], infos: dict[str, _Key]) -> int:
         members = [infos[k] for k in group]
@@ -280,7 +280,7 @@ class GraphBuilder:
                 ids.append(relation_id)
                 vectors.append(vector)
         if ids:
-            self.relation_vectors.add(ids, np.stack(vectors).astype(np.float32))
+            self.relation_vectors.add(ids, np.stack(vectors))
 
     def embed_pending(self, progress: bool = False) -> int:
         """Embed structural relations that have no vector yet; returns how many."""

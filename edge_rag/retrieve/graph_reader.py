@@ -22,6 +22,7 @@ import numpy as np
 
 from ..lexicon import NameMatcher
 from ..store import VectorIndex
+from ..store.codec import decode_rows
 from ..store.graph_tables import marks, parts
 from .base import IndexView
 from .types import RetrievedChunk
@@ -163,7 +164,7 @@ class GraphReader:
             rows = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
                                      f"id IN ({marks(part)})", part).fetchall()
             if rows:
-                matrix = np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows]).astype(np.float32)
+                matrix = decode_rows(r[1] for r in rows).astype(np.float32)
                 out.update(zip((r[0] for r in rows), (matrix @ vector.astype(np.float32)).tolist()))
         return out
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .codec import decode, encode, encode_rows
+
 BATCH = 500
 
 
@@ -145,7 +147,7 @@ class GraphTables:
                 f"SELECT id, key, entity_id, name, vector FROM entity_keys WHERE {column} IN "
                 f"({marks(part)})", part)
             for row in rows:
-                yield KeyRow(row[0], row[1], row[2], row[3], np.frombuffer(row[4], dtype=np.float16))
+                yield KeyRow(row[0], row[1], row[2], row[3], decode(row[4]))
 
     def upsert_key(self, key: str, name: str, type_: str, description: str, mentions: int,
                    vector: np.ndarray) -> int:
@@ -155,7 +157,7 @@ class GraphTables:
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET name = excluded.name, "
             "type = excluded.type, description = excluded.description, "
             "mentions = excluded.mentions, vector = excluded.vector",
-            (key, name, type_, description, mentions, vector.astype(np.float16).tobytes()))
+            (key, name, type_, description, mentions, encode(vector)))
         return int(self.conn.execute("SELECT id FROM entity_keys WHERE key = ?", (key,)).fetchone()[0])
 
     def delete_keys(self, keys: Sequence[str]) -> None:
@@ -185,16 +187,17 @@ class GraphTables:
 
     # -- nodes, relations and links ---------------------------------------------------------
 
-    def relations_of(self, entity_ids: Iterable[int]) -> list[tuple[int, str | None, bytes | None]]:
+    def relations_of(self, entity_ids: Iterable[int]) -> list[tuple[int, str | None, np.ndarray | None]]:
         """(id, text hash, vector) of every relation touching these nodes."""
-        out: dict[int, tuple[int, str | None, bytes | None]] = {}
+        out: dict[int, tuple[int, str | None, np.ndarray | None]] = {}
         for part in parts(sorted(set(entity_ids))):
             holders = marks(part)
             rows = self.conn.execute(
                 f"SELECT id, text_sha, vector FROM relations WHERE source_id IN ({holders}) "
                 f"UNION SELECT id, text_sha, vector FROM relations WHERE target_id IN ({holders})",
                 part + part)
-            out.update((row[0], row) for row in rows)
+            out.update((row[0], (row[0], row[1], None if row[2] is None else decode(row[2])))
+                       for row in rows)
         return list(out.values())
 
     def delete_entities(self, entity_ids: Iterable[int]) -> None:
@@ -248,7 +251,7 @@ class GraphTables:
 
     def add_relation(self, relation: NewRelation) -> int:
         """Insert a relation with its supporting chunks; returns its id."""
-        vector = None if relation.vector is None else relation.vector.astype(np.float16).tobytes()
+        vector = None if relation.vector is None else encode(relation.vector)
         cursor = self.conn.execute(
             "INSERT INTO relations(kind, source_id, target_id, keywords, description, weight, score, "
             "text_sha, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -270,9 +273,9 @@ class GraphTables:
 
     def set_relation_vectors(self, ids: Sequence[int], vectors: np.ndarray) -> None:
         """Store relation vectors (f16)."""
-        blobs = vectors.astype(np.float16)
+        blobs = encode_rows(vectors)
         self.conn.executemany("UPDATE relations SET vector = ? WHERE id = ?",
-                              [(blobs[i].tobytes(), int(r)) for i, r in enumerate(ids)])
+                              [(blobs[i], int(r)) for i, r in enumerate(ids)])
 
 
 def parts(values: list) -> Iterator[list]:

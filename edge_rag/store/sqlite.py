@@ -16,6 +16,7 @@ import sqlite_utils
 
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
+from .codec import decode_rows, encode_rows
 from .schema import DDL, GRAPH_TABLES_V1, SCHEMA_VERSION, VECTOR_KINDS
 
 DB_FILE = "index.sqlite"
@@ -194,13 +195,13 @@ class GraphStore:
 
     def add_chunks(self, doc_id: str, first_ord: int, texts: Sequence[str],
                    n_tokens: Sequence[int], vectors: np.ndarray) -> list[int]:
-        """Insert chunks with their f16 vectors; returns their ids."""
-        blobs = vectors.astype(np.float16)
+        """Insert chunks with their vectors (f16 at rest); returns their ids."""
+        blobs = encode_rows(vectors)
         ids = []
         for i, text in enumerate(texts):
             cursor = self.conn.execute(
                 "INSERT INTO chunks(doc_id, ord, text, n_tokens, vector) VALUES (?, ?, ?, ?, ?)",
-                (doc_id, first_ord + i, text, int(n_tokens[i]), blobs[i].tobytes()),
+                (doc_id, first_ord + i, text, int(n_tokens[i]), blobs[i]),
             )
             ids.append(int(cursor.lastrowid))
         return ids
@@ -243,7 +244,7 @@ class GraphStore:
         cursor = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL")
         while rows := cursor.fetchmany(batch):
             ids = np.array([r[0] for r in rows], dtype=np.uint64)
-            yield ids, np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows])
+            yield ids, decode_rows(r[1] for r in rows)
 
     def vector_count(self, kind: str) -> int:
         """How many vectors of a kind SQLite holds."""

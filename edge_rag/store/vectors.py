@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from usearch.index import Index
 
+from .codec import for_search
 from .sqlite import GraphStore
 
 VECTOR_FILES = {"chunk": "chunks.usearch", "entity": "entities.usearch", "relation": "relations.usearch"}
@@ -55,7 +56,7 @@ class VectorIndex:
     def add(self, keys: list[int], vectors: np.ndarray) -> None:
         """Add vectors under integer keys (the SQLite row ids)."""
         if keys:
-            self._writable().add(np.asarray(keys, dtype=np.uint64), vectors.astype(np.float32))
+            self._writable().add(np.asarray(keys, dtype=np.uint64), for_search(vectors))
 
     def remove(self, keys: list[int]) -> None:
         """Remove keys (missing ones are ignored)."""
@@ -66,7 +67,7 @@ class VectorIndex:
         """(keys, cosine similarities) of the k nearest vectors, best first."""
         if self.index is None or len(self.index) == 0:
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32)
-        matches = self.index.search(vector.astype(np.float32), min(k, len(self.index)))
+        matches = self.index.search(for_search(vector), min(k, len(self.index)))
         return np.asarray(matches.keys), 1.0 - np.asarray(matches.distances, dtype=np.float32)
 
     def save(self, generation: int) -> None:
@@ -92,7 +93,7 @@ class VectorIndex:
     def _rebuild(self) -> Index:
         index = self._empty()
         for ids, vectors in self.store.iter_vectors(self.kind):
-            index.add(ids, vectors.astype(np.float32))
+            index.add(ids, for_search(vectors))
         return index
 
     def _empty(self) -> Index:
