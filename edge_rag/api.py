@@ -23,7 +23,6 @@ from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, make_retriever
-from .retrieve.graph_reader import entity_names
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 
 INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype", "extractor")
@@ -190,17 +189,14 @@ class EdgeRAG:
 
     def graph(self, around: str | None = None, hops: int = 2) -> dict[str, Any]:
         """The entity graph as JSON-ready nodes and edges, or the neighbourhood of one entity."""
-        return graph_data(self.store.conn, around, hops)
+        return graph_data(self.store, around, hops)
 
     def name_matcher(self) -> NameMatcher:
         """The graph's entity names, prepared for matching query text (reloaded when the index
         changes)."""
-        # Reloaded only when the index changed: data_version moves on other connections' commits,
-        # total_changes on this one's.
-        conn = self.store.conn
-        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        version = self.store.data_version()
         if self._names is None or self._names[0] != version:
-            self._names = (version, NameMatcher(entity_names(conn)))
+            self._names = (version, NameMatcher(self.store.graph.spellings()))
         return self._names[1]
 
     def documents(self) -> list[DocumentRecord]:

@@ -30,7 +30,7 @@ from tqdm import tqdm
 from ..lexicon import STOPWORDS, entity_key
 from ..models.embedder import Embedder
 from ..store import GraphStore, VectorIndex
-from ..store.graph_tables import GraphTables, KeyRow, MentionRow, NewRelation, RelationMentionRow
+from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
 from .extract import Extractor
 from .mentions import Extraction, chunk_hash, embedding_text
@@ -83,7 +83,7 @@ class GraphBuilder:
                  embedder: Embedder, extractor: Extractor | None, params: AggregationParams,
                  batch_chunks: int = 256) -> None:
         self.store = store
-        self.tables = GraphTables(store.conn)
+        self.tables = store.graph
         self.entity_vectors = entity_vectors
         self.relation_vectors = relation_vectors
         self.embedder = embedder

@@ -17,6 +17,7 @@ import sqlite_utils
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
 from .codec import decode_rows, encode_rows
+from .graph_tables import GraphTables, marks, parts
 from .schema import DDL, GRAPH_TABLES_V1, SCHEMA_VERSION, VECTOR_KINDS
 
 DB_FILE = "index.sqlite"
@@ -55,6 +56,7 @@ class GraphStore:
         self.conn = conn
         self.path = path
         self.db = sqlite_utils.Database(conn)
+        self.graph = GraphTables(conn)
 
     @classmethod
     def open(cls, directory: Path, settings: Settings, create: bool = True) -> GraphStore:
@@ -87,6 +89,11 @@ class GraphStore:
         self.conn.execute("COMMIT")
 
     # -- manifest -------------------------------------------------------------------------
+
+    def data_version(self) -> tuple[int, int]:
+        """A value that changes whenever any connection commits to the index (SQLite's
+        ``data_version`` moves on other connections' commits, ``total_changes`` on this one's)."""
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0]), self.conn.total_changes
 
     def manifest(self) -> dict[str, str]:
         """All manifest entries."""
@@ -227,6 +234,10 @@ class GraphStore:
             out.update({row[0]: ChunkRecord(*row) for row in rows})
         return out
 
+    def chunk_positions(self) -> dict[int, tuple[str, int]]:
+        """(document id, position in it) of every chunk, by chunk id."""
+        return {row[0]: (row[1], row[2]) for row in self.conn.execute("SELECT id, doc_id, ord FROM chunks")}
+
     def document_chunks(self, doc_id: str) -> list[ChunkRecord]:
         """A document's chunks in order."""
         rows = self.conn.execute(
@@ -246,11 +257,14 @@ class GraphStore:
             ids = np.array([r[0] for r in rows], dtype=np.uint64)
             yield ids, decode_rows(r[1] for r in rows)
 
-    def vector_count(self, kind: str) -> int:
-        """How many vectors of a kind SQLite holds."""
+    def vectors_by_id(self, kind: str, ids: Sequence[int]) -> Iterator[tuple[list[int], np.ndarray]]:
+        """(ids, f16 vectors) of the rows of a kind among ``ids`` that have a vector, in batches."""
         table = VECTOR_TABLES[kind]
-        return int(self.conn.execute(
-            f"SELECT count(*) FROM {table} WHERE vector IS NOT NULL").fetchone()[0])
+        for part in parts(list(ids)):
+            rows = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
+                                     f"id IN ({marks(part)})", part).fetchall()
+            if rows:
+                yield [r[0] for r in rows], decode_rows(r[1] for r in rows)
 
     def bump_generation(self, kind: str) -> None:
         """Mark the vectors of a kind as changed (call inside the changing transaction)."""
