@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal, overload
 
 from .answer import Answer, Answerer, AnswerStream
 from .budget import MemoryEstimate, estimate_memory, fit_to_budget
@@ -158,6 +158,18 @@ class EdgeRAG:
                                          self.name_matcher)
         return run_planner(self._planner, question, self.settings.planner_threshold,
                     self.settings.planner_fallback)
+
+    @overload
+    def ask(self, question: str, method: str = ..., top_k: int | None = ...,
+            stream: Literal[False] = ...) -> Answer: ...
+
+    @overload
+    def ask(self, question: str, method: str = ..., top_k: int | None = ..., *,
+            stream: Literal[True]) -> AnswerStream: ...
+
+    @overload
+    def ask(self, question: str, method: str = ..., top_k: int | None = ...,
+            stream: bool = ...) -> Answer | AnswerStream: ...
 
     def ask(self, question: str, method: str = "vector", top_k: int | None = None,
             stream: bool = False) -> Answer | AnswerStream:

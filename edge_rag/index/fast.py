@@ -179,7 +179,8 @@ def _strongest(relations: list[RelationMention]) -> list[RelationMention]:
     # One relation per unordered pair (strongest statement wins), the strongest few kept.
     best: dict[tuple[str, str], RelationMention] = {}
     for relation in relations:
-        pair = tuple(sorted((relation.source.casefold(), relation.target.casefold())))
+        first, second = sorted((relation.source.casefold(), relation.target.casefold()))
+        pair = (first, second)
         if pair[0] != pair[1] and (pair not in best or relation.strength > best[pair].strength):
             best[pair] = relation
     ranked = sorted(best.values(), key=lambda r: (-r.strength, r.source, r.target))

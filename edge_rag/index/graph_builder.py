@@ -231,7 +231,7 @@ class GraphBuilder:
             result = aggregate([infos[k].for_aggregation() for k in component], self.params)
             groups.extend(result.groups)
             similar.extend(result.similar)
-        node_of = {}
+        node_of: dict[str, int] = {}
         for group in groups:
             node = self._add_node(group, infos)
             node_of.update((key, node) for key in group)
@@ -326,7 +326,7 @@ def _summarise(key: str, rows: list[MentionRow]) -> _Key:
     for r in rows:
         names[r.name] += r.count
     name = min(names.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-    types = Counter()
+    types: Counter[str] = Counter()
     for r in rows:
         types[r.type] += r.count if r.type not in GENERIC_TYPES else 0
     type_ = min(types.items(), key=lambda kv: (-kv[1], kv[0]))[0] if +types else rows[0].type

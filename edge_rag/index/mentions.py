@@ -87,7 +87,8 @@ def repair(entities: Sequence[EntityMention], relations: Sequence[RelationMentio
     for relation in relations:
         source = _clean(relation.source).strip(EDGE_PUNCTUATION)
         target = _clean(relation.target).strip(EDGE_PUNCTUATION)
-        pair = tuple(sorted((entity_key(source), entity_key(target))))
+        first, second = sorted((entity_key(source), entity_key(target)))
+        pair = (first, second)
         if not all(pair) or pair[0] == pair[1] or pair in kept:
             continue
         kept[pair] = RelationMention(source, target, _clean(relation.keywords),

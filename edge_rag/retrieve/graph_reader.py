@@ -57,7 +57,9 @@ class Relation:
         """w(r) of eq. 25: ω_r for structural, s_r for similar; 1 when weights are ablated."""
         if not use_weights:
             return 1.0
-        return float(self.weight if self.kind == "structural" else self.score)
+        value = self.weight if self.kind == "structural" else self.score
+        assert value is not None  # the schema's CHECK: structural rows carry a weight, similar a score
+        return float(value)
 
     def to_dict(self, names: dict[int, str]) -> dict:
         """JSON-ready form with entity names."""

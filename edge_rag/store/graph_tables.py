@@ -245,7 +245,7 @@ class GraphTables:
         cursor = self.conn.execute(
             "INSERT INTO entities(name, type, description, n_keys) VALUES (?, ?, ?, ?)",
             (name, type_, description, len(keys)))
-        entity_id = int(cursor.lastrowid)
+        entity_id = inserted_id(cursor)
         holders = marks(list(keys))
         self.conn.execute(f"UPDATE entity_keys SET entity_id = ? WHERE key IN ({holders})",
                           [entity_id, *keys])
@@ -292,7 +292,7 @@ class GraphTables:
             "text_sha, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (relation.kind, relation.source_id, relation.target_id, relation.keywords,
              relation.description, relation.weight, relation.score, relation.text_sha, vector))
-        relation_id = int(cursor.lastrowid)
+        relation_id = inserted_id(cursor)
         self.conn.executemany("INSERT OR IGNORE INTO relation_chunks(relation_id, chunk_id) VALUES (?, ?)",
                               [(relation_id, c) for c in relation.chunk_ids])
         return relation_id
@@ -400,6 +400,12 @@ class GraphTables:
                                  "SELECT source_id FROM relations WHERE target_id = ?",
                                  (entity_id, entity_id))
         return [row[0] for row in rows]
+
+
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The row id an INSERT just gave (typed optional by sqlite3; always set after an INSERT)."""
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
 
 
 def parts(values: list) -> Iterator[list]:

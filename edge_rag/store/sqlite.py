@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import sqlite_utils
@@ -17,7 +17,7 @@ import sqlite_utils
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
 from .codec import decode_rows, encode_rows
-from .graph_tables import GraphTables, marks, parts
+from .graph_tables import GraphTables, inserted_id, marks, parts
 from .schema import DDL, GRAPH_TABLES_V1, SCHEMA_VERSION, VECTOR_KINDS
 
 DB_FILE = "index.sqlite"
@@ -35,6 +35,17 @@ class DocumentRecord:
     n_chunks: int
     metadata: dict[str, Any] = field(default_factory=dict)
     added_at: str = ""
+
+
+class VectorState(TypedDict):
+    """A vector file's bookkeeping: the current generation of its kind in SQLite, and the
+    generation, vector count, bytes and CRC-32 recorded when the file was last saved."""
+
+    generation: int
+    saved_generation: int | None
+    saved_count: int | None
+    saved_bytes: int | None
+    saved_crc32: int | None
 
 
 @dataclass(frozen=True)
@@ -210,7 +221,7 @@ class GraphStore:
                 "INSERT INTO chunks(doc_id, ord, text, n_tokens, vector) VALUES (?, ?, ?, ?, ?)",
                 (doc_id, first_ord + i, text, int(n_tokens[i]), blobs[i]),
             )
-            ids.append(int(cursor.lastrowid))
+            ids.append(inserted_id(cursor))
         return ids
 
     def delete_document(self, doc_id: str) -> list[int]:
@@ -270,14 +281,14 @@ class GraphStore:
         """Mark the vectors of a kind as changed (call inside the changing transaction)."""
         self.conn.execute("UPDATE vector_files SET generation = generation + 1 WHERE kind = ?", (kind,))
 
-    def vector_state(self, kind: str) -> dict[str, int | None]:
+    def vector_state(self, kind: str) -> VectorState:
         """Current generation and what was recorded when the vector file was last saved."""
         row = self.conn.execute(
             "SELECT generation, saved_generation, saved_count, saved_bytes, saved_crc32 "
             "FROM vector_files WHERE kind = ?", (kind,)
         ).fetchone()
-        keys = ("generation", "saved_generation", "saved_count", "saved_bytes", "saved_crc32")
-        return dict(zip(keys, row))
+        return VectorState(generation=row[0], saved_generation=row[1], saved_count=row[2],
+                           saved_bytes=row[3], saved_crc32=row[4])
 
     def record_vector_file(self, kind: str, generation: int, count: int, size: int, crc: int) -> None:
         """Remember which generation the vector file on disk holds."""

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 from usearch.index import Index
 
+from ..errors import IndexCorrupt
 from .codec import for_search
-from .sqlite import GraphStore
+from .sqlite import GraphStore, VectorState
 
 VECTOR_FILES = {"chunk": "chunks.usearch", "entity": "entities.usearch", "relation": "relations.usearch"}
 
@@ -83,7 +84,7 @@ class VectorIndex:
         )
         self.generation = generation
 
-    def _file_is_current(self, state: dict) -> bool:
+    def _file_is_current(self, state: VectorState) -> bool:
         if state["saved_generation"] != state["generation"] or not self.path.is_file():
             return False
         if self.path.stat().st_size != state["saved_bytes"]:
@@ -103,7 +104,10 @@ class VectorIndex:
         if self.index is None:
             self.index = self._empty()
         elif self.viewed:
-            self.index, self.viewed = Index.restore(str(self.path), view=False), False
+            restored = Index.restore(str(self.path), view=False)
+            if restored is None:
+                raise IndexCorrupt(f"{self.path} is no longer a readable vector file")
+            self.index, self.viewed = restored, False
         return self.index
 
 
