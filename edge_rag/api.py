@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal, overload
 
 from .answer import Answer, Answerer, AnswerStream
 from .budget import MemoryEstimate, estimate_memory, fit_to_budget
@@ -16,14 +16,13 @@ from .index import Chunker, Document, Indexer, InsertReport, read_sources
 from .index.aggregate import AggregationParams
 from .index.export import graph_data
 from .index.extract import make_extractor
-from .index.graph import GraphBuilder
+from .index.graph_builder import GraphBuilder
+from .lexicon import NameMatcher
 from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, make_retriever
-from .retrieve.graph import entity_names
-from .retrieve.keywords import NameMatcher
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 
 INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype", "extractor")
@@ -160,6 +159,18 @@ class EdgeRAG:
         return run_planner(self._planner, question, self.settings.planner_threshold,
                     self.settings.planner_fallback)
 
+    @overload
+    def ask(self, question: str, method: str = ..., top_k: int | None = ...,
+            stream: Literal[False] = ...) -> Answer: ...
+
+    @overload
+    def ask(self, question: str, method: str = ..., top_k: int | None = ..., *,
+            stream: Literal[True]) -> AnswerStream: ...
+
+    @overload
+    def ask(self, question: str, method: str = ..., top_k: int | None = ...,
+            stream: bool = ...) -> Answer | AnswerStream: ...
+
     def ask(self, question: str, method: str = "vector", top_k: int | None = None,
             stream: bool = False) -> Answer | AnswerStream:
         """Answer a question from the index with the SLM, citing numbered sources.
@@ -190,17 +201,14 @@ class EdgeRAG:
 
     def graph(self, around: str | None = None, hops: int = 2) -> dict[str, Any]:
         """The entity graph as JSON-ready nodes and edges, or the neighbourhood of one entity."""
-        return graph_data(self.store.conn, around, hops)
+        return graph_data(self.store, around, hops)
 
     def name_matcher(self) -> NameMatcher:
         """The graph's entity names, prepared for matching query text (reloaded when the index
         changes)."""
-        # Reloaded only when the index changed: data_version moves on other connections' commits,
-        # total_changes on this one's.
-        conn = self.store.conn
-        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        version = self.store.data_version()
         if self._names is None or self._names[0] != version:
-            self._names = (version, NameMatcher(entity_names(conn)))
+            self._names = (version, NameMatcher(self.store.graph.spellings()))
         return self._names[1]
 
     def documents(self) -> list[DocumentRecord]:

@@ -90,7 +90,7 @@ def _add_export(commands: Any) -> None:
     export.set_defaults(handler=lambda args: _usage(export))
 
 
-def _model_options(parser: argparse.ArgumentParser, name: str | None, handler: Callable) -> None:
+def _model_options(parser: argparse.ArgumentParser, name: str | None, handler: Handler) -> None:
     """--name, --home and --force, shared by every exporter."""
     parser.add_argument("--name", default=name, help="model name (default: "
                         + ("%(default)s)" if name else "derived from the source)"))

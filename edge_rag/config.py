@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,6 @@ class Settings:
     memory_budget_mb: int = 0
     memory_policy: str = "refuse"
     progress: bool = True
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _check(self.chunk_tokens >= 16, "chunk_tokens must be at least 16")
@@ -196,7 +195,7 @@ def _flatten(table: dict[str, Any]) -> dict[str, Any]:
 
 
 def _field_types() -> dict[str, Any]:
-    return {f.name: f.type for f in fields(Settings) if f.name != "extra"}
+    return {f.name: f.type for f in fields(Settings)}
 
 
 def _reject_unknown(values: dict[str, Any]) -> None:

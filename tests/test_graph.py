@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies
 from edge_rag import EdgeRAG, NoSuchEntity
 from edge_rag.index.aggregate import AggregationParams, EntityKey, aggregate, components
 from edge_rag.index.extract import FastExtractor, parse_records
-from edge_rag.index.graph import weight
+from edge_rag.index.graph_builder import weight
 from tests.conftest import LIHUA_ZIP, SMALL_SLM
 
 # Crafted chats in which the same people are written in several ways.

@@ -134,7 +134,7 @@ def test_chunk_support_is_shared_among_a_busy_items_chunks(tmp_path, model_folde
         reader = GraphReader(view, rag._vectors("entity"), rag._vectors("relation"))
         query = rag.embedder.embed_one("What does Ana do?")
         found = {c.chunk_id: c.score for c in reader.chunks(query, {1: 1.0}, {1: 2.0}, [], top_k=4)}
-        cosine = reader._similarity("chunks", query, [c1, c2, c3, c4])
+        cosine = reader._similarity("chunk", query, [c1, c2, c3, c4])
     # Ana links 4 chunks: 1/√4 = 0.5 each; the relation links c1 alone: 2/√1. Support c1 2.5, others
     # 0.5, divided by the largest (2.5), times β = 1, plus the cosine.
     expected = {c1: 1.0 + cosine[c1], c2: 0.2 + cosine[c2], c3: 0.2 + cosine[c3], c4: 0.2 + cosine[c4]}

@@ -1,7 +1,7 @@
 """Entity aggregation (paper §3.1): hybrid similarity within components, merges and Similar edges.
 
 Candidate generation (eq. 1) and the weakly connected components (eq. 2) need the entity
-vector index and live in ``graph.py``; this module takes one component and applies eqs. 3–5:
+vector index and live in ``graph_builder.py``; this module takes one component and applies eqs. 3–5:
 
     S(e_i, e_j) = λ·EditSim(l_i, l_j) + (1 − λ)·AttrSim(a_i, a_j)
     EditSim = 1 − Levenshtein(l_i, l_j) / max(|l_i|, |l_j|)        AttrSim = Jaccard(a_i, a_j)

@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections import deque
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import MissingExtra, NoSuchEntity
+from ..lexicon import entity_key
+from ..store import GraphStore
+from ..store.graph_tables import GraphTables, NodeRow
 from .aggregate import compact
-from .mentions import entity_key
 
 NODE_FIELDS = ("type", "description", "aliases", "chunks")
 EDGE_FIELDS = ("kind", "weight", "score", "keywords", "description", "chunks")
 
 
-def graph_data(conn: sqlite3.Connection, around: str | None = None, hops: int = 2) -> dict[str, Any]:
+def graph_data(store: GraphStore, around: str | None = None, hops: int = 2) -> dict[str, Any]:
     """Nodes and edges with names instead of row ids (so two indexes compare equal when their
     graphs do); with ``around``, only the entities within ``hops`` of that one."""
-    names = dict(conn.execute("SELECT id, name FROM entities").fetchall())
-    keep = set(names) if around is None else _neighbourhood(conn, _find(conn, around), hops)
-    chunk_names = _chunk_names(conn)
-    return {"nodes": _nodes(conn, keep, chunk_names), "edges": _edges(conn, keep, names, chunk_names)}
+    tables = store.graph
+    nodes = tables.nodes()
+    names = {node.id: node.name for node in nodes}
+    keep = set(names) if around is None else _neighbourhood(tables, _find(tables, around), hops)
+    chunk_names = {i: f"{doc}:{ord_}" for i, (doc, ord_) in store.chunk_positions().items()}
+    return {"nodes": _nodes(tables, nodes, keep, chunk_names),
+            "edges": _edges(tables, keep, names, chunk_names)}
 
 
 def graphml(data: dict[str, Any]) -> str:
@@ -42,66 +46,56 @@ def graphml(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _find(conn: sqlite3.Connection, name: str) -> int:
+def _find(tables: GraphTables, name: str) -> int:
     """The node named ``name``, exactly or in another spelling ("Li Hua" finds "LiHua")."""
-    row = conn.execute("SELECT entity_id FROM entity_keys WHERE key = ? AND entity_id IS NOT NULL",
-                       (entity_key(name),)).fetchone()
-    if row is None:
+    found = tables.entity_of_keys([entity_key(name)]).get(entity_key(name))
+    if found is None:
         wanted = compact(name)
-        rows = conn.execute("SELECT key, entity_id FROM entity_keys WHERE entity_id IS NOT NULL")
-        row = next(((e,) for k, e in rows if compact(k) == wanted), None)
-    if row is None:
+        found = next((e for k, e in tables.named_keys() if compact(k) == wanted), None)
+    if found is None:
         raise NoSuchEntity(f"no entity named {name!r} in the graph")
-    return int(row[0])
+    return int(found)
 
 
-def _neighbourhood(conn: sqlite3.Connection, start: int, hops: int) -> set[int]:
+def _neighbourhood(tables: GraphTables, start: int, hops: int) -> set[int]:
     seen, queue = {start}, deque([(start, 0)])
     while queue:
         node, depth = queue.popleft()
         if depth == hops:
             continue
-        rows = conn.execute("SELECT target_id FROM relations WHERE source_id = ? UNION "
-                            "SELECT source_id FROM relations WHERE target_id = ?", (node, node))
-        for (other,) in rows:
+        for other in tables.neighbours(node):
             if other not in seen:
                 seen.add(other)
                 queue.append((other, depth + 1))
     return seen
 
 
-def _chunk_names(conn: sqlite3.Connection) -> dict[int, str]:
-    return {row[0]: f"{row[1]}:{row[2]}" for row in conn.execute("SELECT id, doc_id, ord FROM chunks")}
-
-
-def _nodes(conn: sqlite3.Connection, keep: set[int], chunk_names: dict[int, str]) -> list[dict[str, Any]]:
-    aliases: dict[int, list[str]] = {}
-    for key, entity_id in conn.execute("SELECT key, entity_id FROM entity_keys ORDER BY key"):
+def _nodes(tables: GraphTables, rows: list[NodeRow], keep: set[int],
+           chunk_names: dict[int, str]) -> list[dict[str, Any]]:
+    aliases: dict[int | None, list[str]] = {}
+    for key, entity_id in tables.aliases():
         aliases.setdefault(entity_id, []).append(key)
     chunks: dict[int, list[str]] = {}
-    for chunk_id, entity_id in conn.execute("SELECT chunk_id, entity_id FROM chunk_entities"):
+    for chunk_id, entity_id in tables.chunks_of_entities():
         chunks.setdefault(entity_id, []).append(chunk_names[chunk_id])
-    rows = conn.execute("SELECT id, name, type, description FROM entities")
-    nodes = [{"name": name, "type": type_, "description": description,
-              "aliases": aliases.get(i, []), "chunks": sorted(chunks.get(i, []))}
-             for i, name, type_, description in rows if i in keep]
+    nodes = [{"name": row.name, "type": row.type, "description": row.description,
+              "aliases": aliases.get(row.id, []), "chunks": sorted(chunks.get(row.id, []))}
+             for row in rows if row.id in keep]
     return sorted(nodes, key=lambda n: n["name"])
 
 
-def _edges(conn: sqlite3.Connection, keep: set[int], names: dict[int, str],
+def _edges(tables: GraphTables, keep: set[int], names: dict[int, str],
            chunk_names: dict[int, str]) -> list[dict[str, Any]]:
     chunks: dict[int, list[str]] = {}
-    for relation_id, chunk_id in conn.execute("SELECT relation_id, chunk_id FROM relation_chunks"):
+    for chunk_id, relation_id in tables.chunks_of_relations():
         chunks.setdefault(relation_id, []).append(chunk_names[chunk_id])
     edges = []
-    rows = conn.execute("SELECT id, kind, source_id, target_id, weight, score, keywords, description "
-                        "FROM relations")
-    for i, kind, source, target, weight, score, keywords, description in rows:
-        if source in keep and target in keep:
-            a, b = sorted((names[source], names[target]))
-            edges.append({"source": a, "target": b, "kind": kind, "weight": weight, "score": score,
-                          "keywords": keywords, "description": description,
-                          "chunks": sorted(chunks.get(i, []))})
+    for row in tables.all_relations():
+        if row.source_id in keep and row.target_id in keep:
+            a, b = sorted((names[row.source_id], names[row.target_id]))
+            edges.append({"source": a, "target": b, "kind": row.kind, "weight": row.weight,
+                          "score": row.score, "keywords": row.keywords, "description": row.description,
+                          "chunks": sorted(chunks.get(row.id, []))})
     return sorted(edges, key=lambda e: (e["kind"], e["source"], e["target"]))
 
 

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from ..lexicon import NAME, PATTERNS, POSSESSIVE, STOPWORDS
 from .mentions import EntityMention, RelationMention
 
 SNIPPET_CHARS = 120
@@ -21,52 +22,9 @@ RELATIONS_PER_CHUNK = 24
 
 SPEAKER = re.compile(r"^\s*([A-Z][\w'\-]*(?: [A-Z][\w'\-]*){0,3}):\s+(.+)$")
 TIME_HEADER = re.compile(r"^\s*Time:\s*(\d{4})(\d{2})(\d{2})_?(\d{2}):?(\d{2})")
-MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
-          "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
-WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-PATTERNS = (
-    ("time", re.compile(r"\b(?:[01]?\d|2[0-3])(?::[0-5]\d)?\s?[ap]\.?m\b\.?|\b(?:[01]?\d|2[0-3]):[0-5]\d\b",
-                        re.IGNORECASE)),
-    ("date", re.compile(rf"\b(?:(?:{MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?|"
-                        rf"\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{MONTHS})\b|(?:{WEEKDAYS}))\b",
-                        re.IGNORECASE)),
-    ("quantity", re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:%|percent|dollars?|"
-                            r"euros?|yuan|km|kg|miles?|hours?|minutes?|days?|weeks?|months?|years?|"
-                            r"people|pounds?)\b", re.IGNORECASE)),
-    ("title", re.compile(r"[\"“]([^\"”\n]{3,60})[\"”]")),
-)
-NAME = re.compile(r"\b[A-Z][\w'\-]*(?:\s+(?:of |de |von |van )?[A-Z][\w'\-]*)*")
 WORD = re.compile(r"\b[a-z][a-z\-]{3,}\b")
 SENTENCE_START = re.compile(r"(?:^|[.!?…]\s+|[\"“(]\s*)$")
-POSSESSIVE = re.compile(r"['’]s$")
 CAMEL_PART = re.compile(r"[A-Z][a-z]+")
-
-STOPWORDS = frozenset("""
-a about above after again against all almost also although always am an and any anyone anything
-are around as at away back be because been before being below best better between big both but by
-can cannot can't could couldn't did didn't do does doesn't doing don't done down during each
-either else enough even ever every everyone everything few for from fun get gets getting give go
-goes going gone good got great had hadn't has hasn't have haven't having he he'd he'll her here
-hers herself hey hi him himself his hope how however i i'd i'll i'm i've if in into is isn't it
-it's its itself just keep know last let let's like little lot lots look looking love made make
-makes making many may maybe me might mine more most much must my myself need needs never new next
-nice no nor not nothing now of off oh ok okay on once one only or other our ours ourselves out
-over own perfect please pretty quite rather really right said same say see seems shall she she'd
-she'll should shouldn't since so some something soon sounds still such sure take than thank
-thanks that that's the their theirs them themselves then there there's these they they'd they'll
-they're they've thing things think this those though through time to today together tomorrow
-tonight too totally try up us very want wants was wasn't way we we'd we'll we're we've well were
-weren't what what's when where which while who whom whose why will wish with within without won't
-would wouldn't yeah yes yet you you'd you'll you're you've your yours yourself yourselves awesome
-amazing excited glad happy definitely absolutely actually already another anyway bit came come
-coming day days done feel feeling first found getting guess help idea instead kind later least
-maybe mind miss morning night evening afternoon week weekend plan plans probably ready remember
-seem seen sounds start started stuff super tell thanks thought told took trying wait wanted
-wonderful work working worry worries appreciate cool fantastic enjoy enjoyed share sharing talk
-talking touch check checking hear heard update updates favorite favourite mean means place
-thinking guys folks gonna wanna gotta everybody someone somewhere people person thing times sometimes
-wow hello yay ooh haha omg aww yep nope hmm ugh whoa yo dear
-""".split())  # noqa: SIM905 - a word list reads better as text
 
 
 @dataclass(frozen=True)
@@ -221,7 +179,8 @@ def _strongest(relations: list[RelationMention]) -> list[RelationMention]:
     # One relation per unordered pair (strongest statement wins), the strongest few kept.
     best: dict[tuple[str, str], RelationMention] = {}
     for relation in relations:
-        pair = tuple(sorted((relation.source.casefold(), relation.target.casefold())))
+        first, second = sorted((relation.source.casefold(), relation.target.casefold()))
+        pair = (first, second)
         if pair[0] != pair[1] and (pair not in best or relation.strength > best[pair].strength):
             best[pair] = relation
     ranked = sorted(best.values(), key=lambda r: (-r.strength, r.source, r.target))

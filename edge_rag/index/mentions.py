@@ -8,14 +8,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+from ..lexicon import EDGE_PUNCTUATION, SPACES, entity_key
+
 FIELD_CHARS = 160
 MAX_STRENGTH = 10.0
 DEFAULT_STRENGTH = 5.0
-SPACES = re.compile(r"\s+")
 CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 NON_WORD = re.compile(r"[\W_]+")
 REPEATS = re.compile(r"(.{1,4}?)\1{4,}")
-EDGE_PUNCTUATION = " \t\"'`“”‘’.,;:!?()[]{}<>*#"
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,6 @@ class Extraction:
                    [RelationMention(*r) for r in data["relations"]], int(data["failures"]))
 
 
-def entity_key(name: str) -> str:
-    """Case-folded name with collapsed whitespace and no surrounding punctuation."""
-    return SPACES.sub(" ", name).strip(EDGE_PUNCTUATION).casefold()
-
-
 def embedding_text(name: str) -> str:
     """The text embedded for an entity name: CamelCase split ("LiHua" → "Li Hua")."""
     return CAMEL.sub(" ", SPACES.sub(" ", name).strip(EDGE_PUNCTUATION))
@@ -92,7 +87,8 @@ def repair(entities: Sequence[EntityMention], relations: Sequence[RelationMentio
     for relation in relations:
         source = _clean(relation.source).strip(EDGE_PUNCTUATION)
         target = _clean(relation.target).strip(EDGE_PUNCTUATION)
-        pair = tuple(sorted((entity_key(source), entity_key(target))))
+        first, second = sorted((entity_key(source), entity_key(target)))
+        pair = (first, second)
         if not all(pair) or pair[0] == pair[1] or pair in kept:
             continue
         kept[pair] = RelationMention(source, target, _clean(relation.keywords),

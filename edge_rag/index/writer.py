@@ -14,7 +14,7 @@ from ..errors import BadDocument
 from ..models.embedder import Embedder
 from ..store import DocumentRecord, GraphStore, VectorIndex
 from .chunking import Chunk, Chunker
-from .graph import GraphBuilder, GraphReport
+from .graph_builder import GraphBuilder, GraphReport
 from .reader import Document
 
 EMBED_GROUP = 64

@@ -19,6 +19,9 @@ import numpy as np
 
 NUMBER = re.compile(r"\d{1,2}")
 NUMBER_PREFIX = re.compile(r" ?\d{0,2}")
+# A piece of a JsonObject's shape: literal text (str), one of several JSON strings (tuple), or
+# a free JSON string of at most that many characters (int).
+Piece = str | tuple[str, ...] | int
 
 
 class Constraint(Protocol):
@@ -187,64 +190,61 @@ class JsonObject:
     def finish(self, text: str) -> str:
         """Close what is open and give the remaining fields their shortest values."""
         position, out = 0, ""
-        for kind, value in self._pieces():
+        for piece in self._pieces():
             rest = text[position:]
-            if kind == "lit":
-                literal = str(value)
-                position += min(len(rest), len(literal))
-                out += literal[len(rest):] if len(rest) < len(literal) else ""
-            elif kind == "enum":
-                choice = next((v for v in value if rest.startswith(v)), None)  # type: ignore[union-attr]
+            if isinstance(piece, str):
+                position += min(len(rest), len(piece))
+                out += piece[len(rest):] if len(rest) < len(piece) else ""
+            elif isinstance(piece, tuple):
+                choice = next((v for v in piece if rest.startswith(v)), None)
                 if choice is None:
-                    choice = next(v for v in value if v.startswith(rest))  # type: ignore[union-attr]
+                    choice = next(v for v in piece if v.startswith(rest))
                     out += choice[len(rest):]
                 position += min(len(rest), len(choice))
             else:
-                state = _string_prefix(rest, int(value)) if rest else None  # type: ignore[arg-type]
+                state = _string_prefix(rest, piece) if rest else None
                 out += '""' if state is None else ("" if state[1] else '"')
                 position += state[0] if state else 0
         return out
 
-    def _pieces(self) -> list[tuple[str, object]]:
-        pieces: list[tuple[str, object]] = [("lit", "{")]
+    def _pieces(self) -> list[Piece]:
+        pieces: list[Piece] = ["{"]
         for index, (key, values) in enumerate(self.fields):
-            pieces.append(("lit", ("" if index == 0 else ", ") + json.dumps(key) + ": "))
-            pieces.append(("enum", tuple(json.dumps(v) for v in values)) if values else
-                          ("str", self.max_string))
-        pieces.append(("lit", "}"))
+            pieces.append(("" if index == 0 else ", ") + json.dumps(key) + ": ")
+            pieces.append(tuple(json.dumps(v) for v in values) if values else self.max_string)
+        pieces.append("}")
         return pieces
 
     def _pattern(self) -> re.Pattern[str]:
         parts = []
-        for kind, value in self._pieces():
-            if kind == "lit":
-                parts.append(re.escape(str(value)))
-            elif kind == "enum":
-                parts.append("(?:" + "|".join(re.escape(v) for v in value) + ")")
+        for piece in self._pieces():
+            if isinstance(piece, str):
+                parts.append(re.escape(piece))
+            elif isinstance(piece, tuple):
+                parts.append("(?:" + "|".join(re.escape(v) for v in piece) + ")")
             else:
-                parts.append('"[^"\\\\\\n]{0,' + str(value) + '}"')
+                parts.append('"[^"\\\\\\n]{0,' + str(piece) + '}"')
         return re.compile("".join(parts))
 
 
-def _prefix_of(text: str, pieces: Sequence[tuple[str, object]]) -> bool:
+def _prefix_of(text: str, pieces: Sequence[Piece]) -> bool:
     """True when ``text`` is a prefix of a string matching the sequence of pieces."""
     position = 0
-    for kind, value in pieces:
+    for piece in pieces:
         rest = text[position:]
         if not rest:
             return True
-        if kind == "lit":
-            literal = str(value)
-            if not (rest.startswith(literal) or literal.startswith(rest)):
+        if isinstance(piece, str):
+            if not (rest.startswith(piece) or piece.startswith(rest)):
                 return False
-            position += len(literal)
-        elif kind == "enum":
-            full = next((v for v in value if rest.startswith(v)), None)  # type: ignore[union-attr]
+            position += len(piece)
+        elif isinstance(piece, tuple):
+            full = next((v for v in piece if rest.startswith(v)), None)
             if full is None:
-                return any(v.startswith(rest) for v in value)  # type: ignore[union-attr]
+                return any(v.startswith(rest) for v in piece)
             position += len(full)
         else:
-            state = _string_prefix(rest, int(value))  # type: ignore[arg-type]
+            state = _string_prefix(rest, piece)
             if state is None:
                 return False
             consumed, closed = state

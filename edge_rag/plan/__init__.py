@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..config import PLANNERS, Settings
 from ..errors import ModelNotFound, SettingsError
+from ..lexicon import NameMatcher
 from ..models.folder import ModelFolder
-from ..retrieve.keywords import NameMatcher
 from .features import cheap_features, plan_features
 from .head import PLANNER_HINT, PlannerHead
 from .rules import rule_label

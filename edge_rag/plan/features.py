@@ -10,10 +10,9 @@ import re
 
 import numpy as np
 
-from ..retrieve.keywords import NameMatcher, answer_types, low_level
+from ..lexicon import WH_WORDS, YES_NO_OPENERS, NameMatcher, answer_types, low_level
 
 FEATURE_VERSION = "1"
-QUESTION_WORDS = ("what", "when", "where", "which", "who", "how", "why")
 CUES = {
     "temporal": r"\b(?:before|after|first|last|earliest|latest|date|year|day|time|ago|during|since)\b",
     "comparison": r"\b(?:or|than|both|same|more|less|older|younger|earlier|later|compare\w*|differ\w*)\b",
@@ -23,7 +22,7 @@ CUES = {
 }
 CUE_PATTERNS = {name: re.compile(pattern, re.IGNORECASE) for name, pattern in CUES.items()}
 CHEAP_NAMES = (["entities", "specific_terms", "words", "answer_typed", "yes_no"]
-               + [f"q_{w}" for w in QUESTION_WORDS] + [f"cue_{c}" for c in CUES])
+               + [f"q_{w}" for w in WH_WORDS] + [f"cue_{c}" for c in CUES])
 
 
 def cheap_features(question: str, names: NameMatcher | None) -> np.ndarray:
@@ -34,8 +33,8 @@ def cheap_features(question: str, names: NameMatcher | None) -> np.ndarray:
     first = lowered.split()[0] if lowered.split() else ""
     values = [min(len(found), 5) / 5, min(len(terms), 5) / 5,
               min(len(question.split()), 40) / 40, float(bool(answer_types(question))),
-              float(first in {"is", "are", "was", "were", "do", "does", "did", "can", "could"})]
-    values += [float(first == w or lowered.startswith(f"{w} ")) for w in QUESTION_WORDS]
+              float(first in YES_NO_OPENERS)]
+    values += [float(first == w or lowered.startswith(f"{w} ")) for w in WH_WORDS]
     values += [min(len(p.findall(question)), 3) / 3 for p in CUE_PATTERNS.values()]
     return np.asarray(values, dtype=np.float32)
 

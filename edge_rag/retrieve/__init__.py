@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import UnknownMethod
 from .base import IndexView, Retriever
 from .dual import DualRetriever
-from .graph import GraphReader
+from .graph_reader import GraphReader
 from .local import LocalRetriever
 from .topology import TopologyRetriever
 from .types import Retrieval, RetrievedChunk

@@ -14,8 +14,8 @@ from ..store import GraphStore, VectorIndex
 from .types import Retrieval
 
 if TYPE_CHECKING:
+    from ..lexicon import NameMatcher
     from ..models.slm import SLM
-    from .keywords import NameMatcher
 
 
 @dataclass

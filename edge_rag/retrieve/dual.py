@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from .base import timed
-from .graph import Entity, GraphReader, Relation
+from .graph_reader import Entity, GraphReader, Relation
 from .keywords import Keywords, rule_keywords, slm_keywords
 from .local import describe, rank_structural
 from .types import Retrieval

@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from .base import timed
-from .graph import GraphReader, Relation
+from .graph_reader import GraphReader, Relation
 from .types import Retrieval
 
 
@@ -62,7 +62,8 @@ def rank_structural(graph: GraphReader, query: np.ndarray, relations: list[Relat
                     use_weights: bool) -> list[Relation]:
     """Structural relations by ω_r + cos(q, v_r), best first (cosine alone without weights)."""
     cosine = graph.relation_similarity(query, [r.id for r in relations])
-    ranked = [_ranked(r, (r.weight if use_weights else 0.0) + cosine.get(r.id, 0.0)) for r in relations]
+    ranked = [_ranked(r, ((r.weight or 0.0) if use_weights else 0.0) + cosine.get(r.id, 0.0))
+              for r in relations]
     return sorted(ranked, key=lambda r: (-r.rank, r.id))
 
 

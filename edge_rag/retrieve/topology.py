@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from .base import timed
 from .dual import nearest_entities, query_keywords
-from .graph import GraphReader, Relation
+from .graph_reader import GraphReader, Relation
 from .local import describe
 from .types import Retrieval
 

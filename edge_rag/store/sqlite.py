@@ -9,13 +9,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import sqlite_utils
 
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
+from .codec import decode_rows, encode_rows
+from .graph_tables import GraphTables, inserted_id, marks, parts
 from .schema import DDL, GRAPH_TABLES_V1, SCHEMA_VERSION, VECTOR_KINDS
 
 DB_FILE = "index.sqlite"
@@ -33,6 +35,17 @@ class DocumentRecord:
     n_chunks: int
     metadata: dict[str, Any] = field(default_factory=dict)
     added_at: str = ""
+
+
+class VectorState(TypedDict):
+    """A vector file's bookkeeping: the current generation of its kind in SQLite, and the
+    generation, vector count, bytes and CRC-32 recorded when the file was last saved."""
+
+    generation: int
+    saved_generation: int | None
+    saved_count: int | None
+    saved_bytes: int | None
+    saved_crc32: int | None
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,7 @@ class GraphStore:
         self.conn = conn
         self.path = path
         self.db = sqlite_utils.Database(conn)
+        self.graph = GraphTables(conn)
 
     @classmethod
     def open(cls, directory: Path, settings: Settings, create: bool = True) -> GraphStore:
@@ -86,6 +100,11 @@ class GraphStore:
         self.conn.execute("COMMIT")
 
     # -- manifest -------------------------------------------------------------------------
+
+    def data_version(self) -> tuple[int, int]:
+        """A value that changes whenever any connection commits to the index (SQLite's
+        ``data_version`` moves on other connections' commits, ``total_changes`` on this one's)."""
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0]), self.conn.total_changes
 
     def manifest(self) -> dict[str, str]:
         """All manifest entries."""
@@ -194,15 +213,15 @@ class GraphStore:
 
     def add_chunks(self, doc_id: str, first_ord: int, texts: Sequence[str],
                    n_tokens: Sequence[int], vectors: np.ndarray) -> list[int]:
-        """Insert chunks with their f16 vectors; returns their ids."""
-        blobs = vectors.astype(np.float16)
+        """Insert chunks with their vectors (f16 at rest); returns their ids."""
+        blobs = encode_rows(vectors)
         ids = []
         for i, text in enumerate(texts):
             cursor = self.conn.execute(
                 "INSERT INTO chunks(doc_id, ord, text, n_tokens, vector) VALUES (?, ?, ?, ?, ?)",
-                (doc_id, first_ord + i, text, int(n_tokens[i]), blobs[i].tobytes()),
+                (doc_id, first_ord + i, text, int(n_tokens[i]), blobs[i]),
             )
-            ids.append(int(cursor.lastrowid))
+            ids.append(inserted_id(cursor))
         return ids
 
     def delete_document(self, doc_id: str) -> list[int]:
@@ -226,6 +245,10 @@ class GraphStore:
             out.update({row[0]: ChunkRecord(*row) for row in rows})
         return out
 
+    def chunk_positions(self) -> dict[int, tuple[str, int]]:
+        """(document id, position in it) of every chunk, by chunk id."""
+        return {row[0]: (row[1], row[2]) for row in self.conn.execute("SELECT id, doc_id, ord FROM chunks")}
+
     def document_chunks(self, doc_id: str) -> list[ChunkRecord]:
         """A document's chunks in order."""
         rows = self.conn.execute(
@@ -243,26 +266,29 @@ class GraphStore:
         cursor = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL")
         while rows := cursor.fetchmany(batch):
             ids = np.array([r[0] for r in rows], dtype=np.uint64)
-            yield ids, np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows])
+            yield ids, decode_rows(r[1] for r in rows)
 
-    def vector_count(self, kind: str) -> int:
-        """How many vectors of a kind SQLite holds."""
+    def vectors_by_id(self, kind: str, ids: Sequence[int]) -> Iterator[tuple[list[int], np.ndarray]]:
+        """(ids, f16 vectors) of the rows of a kind among ``ids`` that have a vector, in batches."""
         table = VECTOR_TABLES[kind]
-        return int(self.conn.execute(
-            f"SELECT count(*) FROM {table} WHERE vector IS NOT NULL").fetchone()[0])
+        for part in parts(list(ids)):
+            rows = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
+                                     f"id IN ({marks(part)})", part).fetchall()
+            if rows:
+                yield [r[0] for r in rows], decode_rows(r[1] for r in rows)
 
     def bump_generation(self, kind: str) -> None:
         """Mark the vectors of a kind as changed (call inside the changing transaction)."""
         self.conn.execute("UPDATE vector_files SET generation = generation + 1 WHERE kind = ?", (kind,))
 
-    def vector_state(self, kind: str) -> dict[str, int | None]:
+    def vector_state(self, kind: str) -> VectorState:
         """Current generation and what was recorded when the vector file was last saved."""
         row = self.conn.execute(
             "SELECT generation, saved_generation, saved_count, saved_bytes, saved_crc32 "
             "FROM vector_files WHERE kind = ?", (kind,)
         ).fetchone()
-        keys = ("generation", "saved_generation", "saved_count", "saved_bytes", "saved_crc32")
-        return dict(zip(keys, row))
+        return VectorState(generation=row[0], saved_generation=row[1], saved_count=row[2],
+                           saved_bytes=row[3], saved_crc32=row[4])
 
     def record_vector_file(self, kind: str, generation: int, count: int, size: int, crc: int) -> None:
         """Remember which generation the vector file on disk holds."""

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 from usearch.index import Index
 
-from .sqlite import GraphStore
+from ..errors import IndexCorrupt
+from .codec import for_search
+from .sqlite import GraphStore, VectorState
 
 VECTOR_FILES = {"chunk": "chunks.usearch", "entity": "entities.usearch", "relation": "relations.usearch"}
 
@@ -55,7 +57,7 @@ class VectorIndex:
     def add(self, keys: list[int], vectors: np.ndarray) -> None:
         """Add vectors under integer keys (the SQLite row ids)."""
         if keys:
-            self._writable().add(np.asarray(keys, dtype=np.uint64), vectors.astype(np.float32))
+            self._writable().add(np.asarray(keys, dtype=np.uint64), for_search(vectors))
 
     def remove(self, keys: list[int]) -> None:
         """Remove keys (missing ones are ignored)."""
@@ -66,7 +68,7 @@ class VectorIndex:
         """(keys, cosine similarities) of the k nearest vectors, best first."""
         if self.index is None or len(self.index) == 0:
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32)
-        matches = self.index.search(vector.astype(np.float32), min(k, len(self.index)))
+        matches = self.index.search(for_search(vector), min(k, len(self.index)))
         return np.asarray(matches.keys), 1.0 - np.asarray(matches.distances, dtype=np.float32)
 
     def save(self, generation: int) -> None:
@@ -82,7 +84,7 @@ class VectorIndex:
         )
         self.generation = generation
 
-    def _file_is_current(self, state: dict) -> bool:
+    def _file_is_current(self, state: VectorState) -> bool:
         if state["saved_generation"] != state["generation"] or not self.path.is_file():
             return False
         if self.path.stat().st_size != state["saved_bytes"]:
@@ -92,7 +94,7 @@ class VectorIndex:
     def _rebuild(self) -> Index:
         index = self._empty()
         for ids, vectors in self.store.iter_vectors(self.kind):
-            index.add(ids, vectors.astype(np.float32))
+            index.add(ids, for_search(vectors))
         return index
 
     def _empty(self) -> Index:
@@ -102,7 +104,10 @@ class VectorIndex:
         if self.index is None:
             self.index = self._empty()
         elif self.viewed:
-            self.index, self.viewed = Index.restore(str(self.path), view=False), False
+            restored = Index.restore(str(self.path), view=False)
+            if restored is None:
+                raise IndexCorrupt(f"{self.path} is no longer a readable vector file")
+            self.index, self.viewed = restored, False
         return self.index
 
 

@@ -27,13 +27,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 from tqdm import tqdm
 
+from ..lexicon import STOPWORDS, entity_key
 from ..models.embedder import Embedder
 from ..store import GraphStore, VectorIndex
-from ..store.graph import GraphTables, KeyRow, MentionRow, NewRelation, RelationMentionRow
+from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
 from .extract import Extractor
-from .fast import STOPWORDS
-from .mentions import Extraction, chunk_hash, embedding_text, entity_key
+from .mentions import Extraction, chunk_hash, embedding_text
 
 DESCRIPTION_CHARS = 400
 KEYWORD_CHARS = 120
@@ -83,7 +83,7 @@ class GraphBuilder:
                  embedder: Embedder, extractor: Extractor | None, params: AggregationParams,
                  batch_chunks: int = 256) -> None:
         self.store = store
-        self.tables = GraphTables(store.conn)
+        self.tables = store.graph
         self.entity_vectors = entity_vectors
         self.relation_vectors = relation_vectors
         self.embedder = embedder
@@ -231,7 +231,7 @@ class GraphBuilder:
             result = aggregate([infos[k].for_aggregation() for k in component], self.params)
             groups.extend(result.groups)
             similar.extend(result.similar)
-        node_of = {}
+        node_of: dict[str, int] = {}
         for group in groups:
             node = self._add_node(group, infos)
             node_of.update((key, node) for key in group)
@@ -244,7 +244,7 @@ class GraphBuilder:
         relations = self.tables.relations_of(nodes)
         self.relation_vectors.remove([r[0] for r in relations])
         self.tables.delete_entities(nodes)
-        return {sha: np.frombuffer(v, dtype=np.float16) for _, sha, v in relations if sha and v}
+        return {sha: v for _, sha, v in relations if sha and v is not None}
 
     def _add_node(self, group: list[str], infos: dict[str, _Key]) -> int:
         members = [infos[k] for k in group]
@@ -280,7 +280,7 @@ class GraphBuilder:
                 ids.append(relation_id)
                 vectors.append(vector)
         if ids:
-            self.relation_vectors.add(ids, np.stack(vectors).astype(np.float32))
+            self.relation_vectors.add(ids, np.stack(vectors))
 
     def embed_pending(self, progress: bool = False) -> int:
         """Embed structural relations that have no vector yet; returns how many."""
@@ -326,7 +326,7 @@ def _summarise(key: str, rows: list[MentionRow]) -> _Key:
     for r in rows:
         names[r.name] += r.count
     name = min(names.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-    types = Counter()
+    types: Counter[str] = Counter()
     for r in rows:
         types[r.type] += r.count if r.type not in GENERIC_TYPES else 0
     type_ = min(types.items(), key=lambda kv: (-kv[1], kv[0]))[0] if +types else rows[0].type

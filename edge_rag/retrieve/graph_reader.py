@@ -13,17 +13,15 @@ conversation says little about any one of them, a rare relation says much about 
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..lexicon import NameMatcher
 from ..store import VectorIndex
-from ..store.graph import marks, parts
 from .base import IndexView
-from .keywords import NameMatcher
 from .types import RetrievedChunk
 
 
@@ -59,7 +57,9 @@ class Relation:
         """w(r) of eq. 25: ω_r for structural, s_r for similar; 1 when weights are ablated."""
         if not use_weights:
             return 1.0
-        return float(self.weight if self.kind == "structural" else self.score)
+        value = self.weight if self.kind == "structural" else self.score
+        assert value is not None  # the schema's CHECK: structural rows carry a weight, similar a score
+        return float(value)
 
     def to_dict(self, names: dict[int, str]) -> dict:
         """JSON-ready form with entity names."""
@@ -69,18 +69,12 @@ class Relation:
         return data
 
 
-def entity_names(conn: sqlite3.Connection) -> list[str]:
-    """Every spelling of every entity name in the graph, sorted."""
-    rows = conn.execute("SELECT name FROM entity_keys WHERE entity_id IS NOT NULL")
-    return sorted({row[0] for row in rows})
-
-
 class GraphReader:
     """Read-only access to the graph of an open index."""
 
     def __init__(self, view: IndexView, entity_vectors: VectorIndex, relation_vectors: VectorIndex) -> None:
         self.view = view
-        self.conn = view.store.conn
+        self.tables = view.store.graph
         self.entity_vectors = entity_vectors
         self.relation_vectors = relation_vectors
 
@@ -102,31 +96,23 @@ class GraphReader:
 
     def relation_similarity(self, vector: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
         """cos(q, v_r) of structural relations that have a vector."""
-        return self._similarity("relations", vector, list(ids))
+        return self._similarity("relation", vector, list(ids))
 
     def name_matcher(self) -> NameMatcher:
         """Every entity name (nodes and their aliases' spellings), shared by the open index."""
-        return self.view.names() if self.view.names else NameMatcher(entity_names(self.conn))
+        return self.view.names() if self.view.names else NameMatcher(self.tables.spellings())
 
     def entities(self, ids: Iterable[int]) -> dict[int, Entity]:
         """Nodes by id."""
-        out = {}
-        for part in parts(sorted(set(ids))):
-            rows = self.conn.execute(f"SELECT id, name, type FROM entities WHERE id IN ({marks(part)})",
-                                     part)
-            out.update((row[0], Entity(*row)) for row in rows)
-        return out
+        return {row.id: Entity(*row) for row in self.tables.entities(ids)}
 
     def relations(self, ids: Iterable[int]) -> dict[int, Relation]:
         """Relations by id."""
-        return {r.id: r for r in self._relations("id IN ({marks})", sorted(set(ids)))}
+        return {row.id: Relation(*row) for row in self.tables.relations(ids)}
 
     def one_hop(self, entity_ids: Iterable[int]) -> list[Relation]:
         """Every relation touching one of the entities (eq. 9's G_1-hop)."""
-        ids = sorted(set(entity_ids))
-        found = {r.id: r for r in self._relations("source_id IN ({marks})", ids)}
-        found.update((r.id, r) for r in self._relations("target_id IN ({marks})", ids))
-        return sorted(found.values(), key=lambda r: r.id)
+        return [Relation(*row) for row in self.tables.relations_touching(entity_ids)]
 
     def chunks(self, question_vector: np.ndarray, entity_scores: dict[int, float],
                relation_scores: dict[int, float], similar: Sequence[Relation],
@@ -135,10 +121,10 @@ class GraphReader:
         support: dict[int, float] = defaultdict(float)
         share = self.view.settings.graph_support_spread
         ends = {e: relation_scores.get(r.id, 0.0) for r in similar for e in (r.source_id, r.target_id)}
-        for table, column, scores in (("chunk_entities", "entity_id", entity_scores),
-                                      ("relation_chunks", "relation_id", relation_scores),
-                                      ("chunk_entities", "entity_id", ends)):
-            links = self._links(table, column, scores)
+        for links_of, scores in ((self.tables.chunks_of_entities, entity_scores),
+                                 (self.tables.chunks_of_relations, relation_scores),
+                                 (self.tables.chunks_of_entities, ends)):
+            links = links_of(scores)
             spread = Counter(item for _, item in links)
             for chunk_id, item in links:
                 support[chunk_id] += scores[item] / spread[item] ** share
@@ -151,43 +137,18 @@ class GraphReader:
         ids = sorted(support)
         top = max(support.values()) or 1.0
         beta = self.view.settings.graph_support_weight
-        similarity = self._similarity("chunks", question_vector, ids)
+        similarity = self._similarity("chunk", question_vector, ids)
         scored = sorted(((beta * support[c] / top + similarity.get(c, 0.0), c) for c in ids), reverse=True)
         records = self.view.store.chunks([c for _, c in scored[: top_k]])
         return [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
                 for s, c in scored[:top_k] if c in records]
 
-    def _similarity(self, table: str, vector: np.ndarray, ids: list[int]) -> dict[int, float]:
+    def _similarity(self, kind: str, vector: np.ndarray, ids: list[int]) -> dict[int, float]:
         out: dict[int, float] = {}
-        for part in parts(ids):
-            rows = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
-                                     f"id IN ({marks(part)})", part).fetchall()
-            if rows:
-                matrix = np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows]).astype(np.float32)
-                out.update(zip((r[0] for r in rows), (matrix @ vector.astype(np.float32)).tolist()))
-        return out
-
-    def _links(self, table: str, column: str, wanted: dict[int, float]) -> list[tuple[int, int]]:
-        out = []
-        for part in parts(sorted(wanted)):
-            rows = self.conn.execute(f"SELECT chunk_id, {column} FROM {table} WHERE {column} IN "
-                                     f"({marks(part)})", part)
-            out.extend(rows.fetchall())
-        return out
-
-    def _relations(self, where: str, ids: list[int]) -> list[Relation]:
-        out = []
-        for part in parts(ids):
-            rows = self.conn.execute(
-                "SELECT id, kind, source_id, target_id, weight, score, keywords, description "
-                f"FROM relations WHERE {where.format(marks=marks(part))}", part)
-            out.extend(Relation(*row) for row in rows)
+        for found, matrix in self.view.store.vectors_by_id(kind, ids):
+            out.update(zip(found, (matrix.astype(np.float32) @ vector.astype(np.float32)).tolist()))
         return out
 
     def _entity_of_keys(self, key_ids: list[int]) -> list[int | None]:
-        found: dict[int, int] = {}
-        for part in parts(sorted(set(key_ids))):
-            rows = self.conn.execute(
-                f"SELECT id, entity_id FROM entity_keys WHERE id IN ({marks(part)})", part)
-            found.update(rows.fetchall())
+        found = self.tables.entity_of_key_ids(key_ids)
         return [found.get(k) for k in key_ids]

@@ -1,12 +1,16 @@
-"""SQL of the graph: mentions per chunk, entity names with vectors, nodes, relations and links."""
+"""SQL of the graph: mentions per chunk, entity names with vectors, nodes, relations and links;
+the typed reads retrieval and export use."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
+
+from .codec import decode, encode, encode_rows
 
 BATCH = 500
 
@@ -59,6 +63,39 @@ class NewRelation:
     text_sha: str | None = None
     vector: np.ndarray | None = None
     chunk_ids: tuple[int, ...] = ()
+
+
+class EntityRow(NamedTuple):
+    """A graph node as retrieval reads it."""
+
+    id: int
+    name: str
+    type: str
+
+
+class NodeRow(NamedTuple):
+    """A graph node with its description, as export reads it."""
+
+    id: int
+    name: str
+    type: str
+    description: str
+
+
+class RelationRow(NamedTuple):
+    """A stored relation: ``weight`` (ω_r) set for structural, ``score`` (s_r) for similar edges."""
+
+    id: int
+    kind: str
+    source_id: int
+    target_id: int
+    weight: float | None
+    score: float | None
+    keywords: str
+    description: str
+
+
+RELATION_COLUMNS = "id, kind, source_id, target_id, weight, score, keywords, description"
 
 
 class GraphTables:
@@ -145,7 +182,7 @@ class GraphTables:
                 f"SELECT id, key, entity_id, name, vector FROM entity_keys WHERE {column} IN "
                 f"({marks(part)})", part)
             for row in rows:
-                yield KeyRow(row[0], row[1], row[2], row[3], np.frombuffer(row[4], dtype=np.float16))
+                yield KeyRow(row[0], row[1], row[2], row[3], decode(row[4]))
 
     def upsert_key(self, key: str, name: str, type_: str, description: str, mentions: int,
                    vector: np.ndarray) -> int:
@@ -155,7 +192,7 @@ class GraphTables:
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET name = excluded.name, "
             "type = excluded.type, description = excluded.description, "
             "mentions = excluded.mentions, vector = excluded.vector",
-            (key, name, type_, description, mentions, vector.astype(np.float16).tobytes()))
+            (key, name, type_, description, mentions, encode(vector)))
         return int(self.conn.execute("SELECT id FROM entity_keys WHERE key = ?", (key,)).fetchone()[0])
 
     def delete_keys(self, keys: Sequence[str]) -> None:
@@ -185,16 +222,17 @@ class GraphTables:
 
     # -- nodes, relations and links ---------------------------------------------------------
 
-    def relations_of(self, entity_ids: Iterable[int]) -> list[tuple[int, str | None, bytes | None]]:
+    def relations_of(self, entity_ids: Iterable[int]) -> list[tuple[int, str | None, np.ndarray | None]]:
         """(id, text hash, vector) of every relation touching these nodes."""
-        out: dict[int, tuple[int, str | None, bytes | None]] = {}
+        out: dict[int, tuple[int, str | None, np.ndarray | None]] = {}
         for part in parts(sorted(set(entity_ids))):
             holders = marks(part)
             rows = self.conn.execute(
                 f"SELECT id, text_sha, vector FROM relations WHERE source_id IN ({holders}) "
                 f"UNION SELECT id, text_sha, vector FROM relations WHERE target_id IN ({holders})",
                 part + part)
-            out.update((row[0], row) for row in rows)
+            out.update((row[0], (row[0], row[1], None if row[2] is None else decode(row[2])))
+                       for row in rows)
         return list(out.values())
 
     def delete_entities(self, entity_ids: Iterable[int]) -> None:
@@ -207,7 +245,7 @@ class GraphTables:
         cursor = self.conn.execute(
             "INSERT INTO entities(name, type, description, n_keys) VALUES (?, ?, ?, ?)",
             (name, type_, description, len(keys)))
-        entity_id = int(cursor.lastrowid)
+        entity_id = inserted_id(cursor)
         holders = marks(list(keys))
         self.conn.execute(f"UPDATE entity_keys SET entity_id = ? WHERE key IN ({holders})",
                           [entity_id, *keys])
@@ -248,13 +286,13 @@ class GraphTables:
 
     def add_relation(self, relation: NewRelation) -> int:
         """Insert a relation with its supporting chunks; returns its id."""
-        vector = None if relation.vector is None else relation.vector.astype(np.float16).tobytes()
+        vector = None if relation.vector is None else encode(relation.vector)
         cursor = self.conn.execute(
             "INSERT INTO relations(kind, source_id, target_id, keywords, description, weight, score, "
             "text_sha, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (relation.kind, relation.source_id, relation.target_id, relation.keywords,
              relation.description, relation.weight, relation.score, relation.text_sha, vector))
-        relation_id = int(cursor.lastrowid)
+        relation_id = inserted_id(cursor)
         self.conn.executemany("INSERT OR IGNORE INTO relation_chunks(relation_id, chunk_id) VALUES (?, ?)",
                               [(relation_id, c) for c in relation.chunk_ids])
         return relation_id
@@ -270,9 +308,104 @@ class GraphTables:
 
     def set_relation_vectors(self, ids: Sequence[int], vectors: np.ndarray) -> None:
         """Store relation vectors (f16)."""
-        blobs = vectors.astype(np.float16)
+        blobs = encode_rows(vectors)
         self.conn.executemany("UPDATE relations SET vector = ? WHERE id = ?",
-                              [(blobs[i].tobytes(), int(r)) for i, r in enumerate(ids)])
+                              [(blobs[i], int(r)) for i, r in enumerate(ids)])
+
+    # -- reads for retrieval ----------------------------------------------------------------
+
+    def spellings(self) -> list[str]:
+        """Every spelling of every entity name in the graph, sorted."""
+        rows = self.conn.execute("SELECT name FROM entity_keys WHERE entity_id IS NOT NULL")
+        return sorted({row[0] for row in rows})
+
+    def entity_of_key_ids(self, key_ids: Iterable[int]) -> dict[int, int | None]:
+        """The node of each entity name, by the name's row id (the entity vector index's keys)."""
+        found: dict[int, int | None] = {}
+        for part in parts(sorted(set(key_ids))):
+            rows = self.conn.execute(
+                f"SELECT id, entity_id FROM entity_keys WHERE id IN ({marks(part)})", part)
+            found.update(rows.fetchall())
+        return found
+
+    def entities(self, entity_ids: Iterable[int]) -> list[EntityRow]:
+        """Nodes by id."""
+        out: list[EntityRow] = []
+        for part in parts(sorted(set(entity_ids))):
+            rows = self.conn.execute(f"SELECT id, name, type FROM entities WHERE id IN ({marks(part)})",
+                                     part)
+            out.extend(EntityRow(*row) for row in rows)
+        return out
+
+    def relations(self, relation_ids: Iterable[int]) -> list[RelationRow]:
+        """Relations by id."""
+        return self._relations("id", sorted(set(relation_ids)))
+
+    def relations_touching(self, entity_ids: Iterable[int]) -> list[RelationRow]:
+        """Every relation with an endpoint among the nodes, by id."""
+        ids = sorted(set(entity_ids))
+        found = {r.id: r for r in self._relations("source_id", ids)}
+        found.update((r.id, r) for r in self._relations("target_id", ids))
+        return sorted(found.values(), key=lambda r: r.id)
+
+    def _relations(self, column: str, ids: list[int]) -> list[RelationRow]:
+        out: list[RelationRow] = []
+        for part in parts(ids):
+            rows = self.conn.execute(
+                f"SELECT {RELATION_COLUMNS} FROM relations WHERE {column} IN ({marks(part)})", part)
+            out.extend(RelationRow(*row) for row in rows)
+        return out
+
+    def chunks_of_entities(self, entity_ids: Iterable[int] | None = None) -> list[tuple[int, int]]:
+        """(chunk id, node id) links of these nodes, or of every node."""
+        return self._links("chunk_entities", "entity_id", entity_ids)
+
+    def chunks_of_relations(self, relation_ids: Iterable[int] | None = None) -> list[tuple[int, int]]:
+        """(chunk id, relation id) links of these relations, or of every relation."""
+        return self._links("relation_chunks", "relation_id", relation_ids)
+
+    def _links(self, table: str, column: str, ids: Iterable[int] | None) -> list[tuple[int, int]]:
+        if ids is None:
+            return self.conn.execute(f"SELECT chunk_id, {column} FROM {table}").fetchall()
+        out: list[tuple[int, int]] = []
+        for part in parts(sorted(ids)):
+            rows = self.conn.execute(f"SELECT chunk_id, {column} FROM {table} WHERE {column} IN "
+                                     f"({marks(part)})", part)
+            out.extend(rows.fetchall())
+        return out
+
+    # -- reads for export ---------------------------------------------------------------------
+
+    def nodes(self) -> list[NodeRow]:
+        """Every node with its description."""
+        return [NodeRow(*row) for row in
+                self.conn.execute("SELECT id, name, type, description FROM entities")]
+
+    def all_relations(self) -> list[RelationRow]:
+        """Every relation."""
+        return [RelationRow(*row) for row in self.conn.execute(f"SELECT {RELATION_COLUMNS} FROM relations")]
+
+    def aliases(self) -> list[tuple[str, int | None]]:
+        """(key, node id) of every entity name, by key."""
+        return self.conn.execute("SELECT key, entity_id FROM entity_keys ORDER BY key").fetchall()
+
+    def named_keys(self) -> list[tuple[str, int]]:
+        """(key, node id) of every entity name that belongs to a node."""
+        return self.conn.execute(
+            "SELECT key, entity_id FROM entity_keys WHERE entity_id IS NOT NULL").fetchall()
+
+    def neighbours(self, entity_id: int) -> list[int]:
+        """Nodes joined to this one by a relation of either kind."""
+        rows = self.conn.execute("SELECT target_id FROM relations WHERE source_id = ? UNION "
+                                 "SELECT source_id FROM relations WHERE target_id = ?",
+                                 (entity_id, entity_id))
+        return [row[0] for row in rows]
+
+
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The row id an INSERT just gave (typed optional by sqlite3; always set after an INSERT)."""
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
 
 
 def parts(values: list) -> Iterator[list]:
