@@ -139,6 +139,8 @@ def _merge(writer: dict[str, Any], readers: list[dict[str, Any]], seconds: float
                    "delete_ms": percentiles(writer.get("delete_ms", [])),
                    "time_s": writer.get("time_s", {})},
         "per_reader_queries": [r["queries"] for r in readers],
+        "reader_time_s": {key: round(sum(r.get("time_s", {}).get(key, 0.0) for r in readers), 2)
+                          for key in ("wall", "on_cpu", "waiting_for_a_core", "blocked_or_sleeping")},
     }
 
 
@@ -205,11 +207,17 @@ def _write(rag: Any, args: argparse.Namespace, deadline: float) -> dict[str, Any
             number += 1
         except Exception as exc:  # noqa: BLE001 - a load test counts every failure
             out["errors"].append(f"writer: {type(exc).__name__}: {exc}")
-    cpu, wait = (b - a for a, b in zip((cpu0, wait0), _schedstat()))
-    wall = time.perf_counter() - began
-    out["time_s"] = {"wall": round(wall, 2), "on_cpu": round(cpu, 2), "waiting_for_a_core": round(wait, 2),
-                     "blocked_or_sleeping": round(max(0.0, wall - cpu - wait), 2)}
+    out["time_s"] = _time_split(began, cpu0, wait0)
     return out
+
+
+def _time_split(began: float, cpu0: float, wait0: float) -> dict[str, float]:
+    """Where a loop's wall time went: on a CPU, waiting for a core, blocked (locks, I/O)."""
+    cpu, wait = _schedstat()
+    wall = time.perf_counter() - began
+    return {"wall": round(wall, 2), "on_cpu": round(cpu - cpu0, 2),
+            "waiting_for_a_core": round(wait - wait0, 2),
+            "blocked_or_sleeping": round(max(0.0, wall - (cpu - cpu0) - (wait - wait0)), 2)}
 
 
 def _time_alone(rag: Any) -> dict[str, float]:
@@ -246,6 +254,7 @@ def _read(rag: Any, args: argparse.Namespace, deadline: float) -> dict[str, Any]
                            "half_documents_seen": 0, "checks": 0}
     observer = sqlite3.connect(f"file:{Path(args.index) / 'index.sqlite'}?mode=ro", uri=True, timeout=30)
     step, stop = args.number, Path(args.index).parent / STOP
+    began, (cpu0, wait0) = time.perf_counter(), _schedstat()
     while not stop.exists():
         question, method = questions[step % len(questions)], methods[step % len(methods)]
         step += 1
@@ -263,6 +272,7 @@ def _read(rag: Any, args: argparse.Namespace, deadline: float) -> dict[str, Any]
         out["half_documents_seen"] += half + orphans
         out["checks"] += 1
     observer.close()
+    out["time_s"] = _time_split(began, cpu0, wait0)
     return out
 
 

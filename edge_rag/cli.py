@@ -246,7 +246,7 @@ def _documents(args: argparse.Namespace) -> int:
         docs = rag.documents()
     rows = [{"doc_id": d.id, "source": d.source, "chunks": d.n_chunks, "chars": d.n_chars}
             for d in docs]
-    text = "\n".join(f"{r['doc_id']}  {r['chunks']:>5} chunks  {_printable(r['source'])}" for r in rows)
+    text = "\n".join(f"{d.id}  {d.n_chunks:>5} chunks  {_printable(d.source)}" for d in docs)
     _emit(args, rows, text or "(no documents)")
     return 0
 

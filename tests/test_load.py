@@ -1,15 +1,17 @@
-"""The bounded load test, small: readers query while a writer inserts and deletes."""
+"""The bounded load test, small: readers query while a writer inserts and deletes; the hostile
+benchmarks answer --help."""
 
 import json
 
 import pytest
 
-from benchmarks import load
+from benchmarks import load, long_line
 
 
-def test_load_script_has_help(capsys):
+@pytest.mark.parametrize("script", [load, long_line], ids=["load", "long_line"])
+def test_load_scripts_have_help(script, capsys):
     with pytest.raises(SystemExit) as done:
-        load.main(["--help"])
+        script.main(["--help"])
     assert done.value.code == 0 and "usage" in capsys.readouterr().out
 
 

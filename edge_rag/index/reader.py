@@ -17,6 +17,7 @@ when present) and an error about a record names it the same way.
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import io
 import json
@@ -173,7 +174,7 @@ def _read_zip(path: Path, max_bytes: int) -> Iterator[Item]:
         if suffix not in TEXT_SUFFIXES + RECORD_SUFFIXES:
             continue
         source = f"{path}/{name}"
-        opener = _capped_opener(source, lambda name=name: archive.open(name), max_bytes)
+        opener = _capped_opener(source, functools.partial(archive.open, name), max_bytes)
         try:
             _check_member_name(source, name)
             _check_size(source, archive.getinfo(name).file_size, max_bytes)
