@@ -12,12 +12,11 @@ from .answer import Answer, Answerer, AnswerStream
 from .budget import MemoryEstimate, estimate_memory, fit_to_budget
 from .config import Settings
 from .errors import BadDocument, ModelNotFound
-from .index import Chunker, Document, Indexer, InsertReport, read_sources
+from .index import Chunker, Document, Indexer, InsertReport, Skipped, read_sources
 from .index.aggregate import AggregationParams
 from .index.export import graph_data
 from .index.extract import make_extractor
 from .index.graph import GraphBuilder
-from .index.reader import Skipped
 from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
