@@ -40,6 +40,14 @@ WRITER = textwrap.dedent("""
 """)
 
 
+PLAIN_WRITER = textwrap.dedent("""
+    import sys
+    from edge_rag import EdgeRAG
+    with EdgeRAG.open(sys.argv[1], progress=False) as rag:
+        rag.insert(sys.argv[2])
+""")
+
+
 def _committed(index, table: str = "documents") -> int:
     try:
         with sqlite3.connect(f"file:{index / 'index.sqlite'}?mode=ro", uri=True, timeout=5) as db:
@@ -94,7 +102,7 @@ def test_reader_works_while_a_writer_inserts(tmp_path, lihua_dir, model_folder):
     index = tmp_path / "index"
     with EdgeRAG.open(index, progress=False) as rag:
         rag.insert_text("The harbour master rings the bell at noon.", source="harbour")
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(index), str(lihua_dir)])
+    writer = subprocess.Popen([sys.executable, "-c", PLAIN_WRITER, str(index), str(lihua_dir)])
     try:
         seen = 0
         while writer.poll() is None:
