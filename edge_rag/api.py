@@ -12,7 +12,7 @@ from .answer import Answer, Answerer, AnswerStream
 from .budget import MemoryEstimate, estimate_memory, fit_to_budget
 from .config import Settings
 from .errors import BadDocument, ModelNotFound
-from .index import Chunker, Document, Indexer, InsertReport, read_sources
+from .index import Chunker, Document, Indexer, InsertReport, Skipped, read_sources
 from .index.aggregate import AggregationParams
 from .index.export import graph_data
 from .index.extract import make_extractor
@@ -118,7 +118,7 @@ class EdgeRAG:
         limit = int(self.settings.max_document_mb * 2**20)
         files = [p for p in paths if not isinstance(p, Document)]
         docs = [p for p in paths if isinstance(p, Document)]
-        stream = _chain(docs, files, limit)
+        stream = _chain(docs, files, limit, self.settings.follow_symlinks)
         with WriteLock(self.directory):
             indexer = self._indexer()
             show = self.settings.progress if progress is None else progress
@@ -278,9 +278,10 @@ class EdgeRAG:
         return VectorIndex(self.directory, kind, self.embedder.dim, self.settings.vector_dtype, self.store)
 
 
-def _chain(docs: list[Document], files: list, limit: int) -> Iterator[Document | BadDocument]:
+def _chain(docs: list[Document], files: list, limit: int,
+           follow_symlinks: bool) -> Iterator[Document | BadDocument | Skipped]:
     yield from docs
-    yield from read_sources(files, limit)
+    yield from read_sources(files, limit, follow_symlinks)
 
 
 def _model_folder(settings: Settings) -> ModelFolder | None:

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import sys
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except EdgeRagError as exc:
-        print(f"edge-rag: error: {exc}", file=sys.stderr)
+        print(f"edge-rag: error: {_printable(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("edge-rag: interrupted; every committed document is kept", file=sys.stderr)
@@ -209,7 +210,7 @@ def _index(args: argparse.Namespace) -> int:
         report = rag.insert(*args.paths, progress=not (args.no_progress or args.json))
     _emit(args, _report_dict(report), _report_text(report))
     for _source, message in report.failed:
-        print(f"edge-rag: error: {message}", file=sys.stderr)
+        print(f"edge-rag: error: {_printable(message)}", file=sys.stderr)
     return 0 if report.ok else 1
 
 
@@ -247,7 +248,7 @@ def _documents(args: argparse.Namespace) -> int:
         docs = rag.documents()
     rows = [{"doc_id": d.id, "source": d.source, "chunks": d.n_chunks, "chars": d.n_chars}
             for d in docs]
-    text = "\n".join(f"{r['doc_id']}  {r['chunks']:>5} chunks  {r['source']}" for r in rows)
+    text = "\n".join(f"{d.id}  {d.n_chunks:>5} chunks  {_printable(d.source)}" for d in docs)
     _emit(args, rows, text or "(no documents)")
     return 0
 
@@ -281,7 +282,7 @@ def _export_slm(args: argparse.Namespace) -> int:
 
 
 def _sources_text(answer: Answer) -> str:
-    lines = [f"[{i}] {c.source} (doc {c.doc_id}, chunk {c.chunk_id})"
+    lines = [f"[{i}] {_printable(c.source)} (doc {c.doc_id}, chunk {c.chunk_id})"
              for i, c in enumerate(answer.sources, 1)]
     timing = ", ".join(f"{k} {v:.0f} ms" for k, v in answer.timings.items())
     plan = [_plan_text(answer.retrieval.plan)] if answer.retrieval and answer.retrieval.plan else []
@@ -343,16 +344,24 @@ def _report_text(report: InsertReport) -> str:
     if graph.chunks:
         text += (f"\ngraph: {graph.chunks} chunks extracted in {graph.seconds:.1f} s "
                  f"({graph.cached} from cache, {graph.failures} extraction failures)")
-    return "\n".join([text, *(f"warning: {w}" for w in report.warnings)])
+    return "\n".join([text, *(f"warning: {_printable(w)}" for w in report.warnings)])
 
 
 def _retrieval_text(result: Retrieval) -> str:
     lines = [_plan_text(result.plan)] if result.plan else []
     lines.append(f"{len(result.chunks)} chunks by {result.method} retrieval:")
     for rank, chunk in enumerate(result.chunks, 1):
-        preview = " ".join(chunk.text.split())[:200]
-        lines.append(f"[{rank}] {chunk.score:.3f}  {chunk.source}  (doc {chunk.doc_id})\n    {preview}")
+        preview = _printable(" ".join(chunk.text.split())[:200])
+        lines.append(f"[{rank}] {chunk.score:.3f}  {_printable(chunk.source)}  (doc {chunk.doc_id})\n"
+                     f"    {preview}")
     return "\n".join(lines)
+
+
+def _printable(text: str) -> str:
+    """``text`` with control and format characters escaped (``\\n``, ``\\x1b``, ``\\u202e``), so a
+    hostile file name cannot break a line of output or drive the terminal."""
+    return "".join(ch.encode("unicode_escape").decode("ascii")
+                   if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch for ch in text)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

@@ -44,6 +44,7 @@ class Settings:
     execution_provider: str = "cpu"
     top_k: int = 5
     max_document_mb: float = 64.0
+    follow_symlinks: bool = False
     sqlite_cache_mb: int = 16
     sqlite_mmap_mb: int = 64
     vector_save_every: int = 200

@@ -1,5 +1,6 @@
 """Reading sources: text policy, records, archives and every kind of bad input."""
 
+import io
 import json
 import zipfile
 
@@ -107,3 +108,68 @@ def test_fingerprint_is_the_same_for_file_and_string(tmp_path):
     path.write_text("same content", encoding="utf-8")
     [doc] = _read(path)
     assert doc.fingerprint() == Document.from_text("same content").fingerprint()
+
+
+def test_a_bad_jsonl_line_is_one_error_named_like_its_record(tmp_path):
+    (tmp_path / "r.jsonl").write_text('{"text": "zero"}\n{"text": \n\n{"text": "two"}\n')
+    zero, bad, two = _read(tmp_path / "r.jsonl")
+    assert zero.source.endswith("r.jsonl#0") and two.source.endswith("r.jsonl#2")
+    assert isinstance(bad, BadDocument) and bad.source.endswith("r.jsonl#1")
+    assert "invalid JSON (line 2)" in str(bad)
+
+
+def test_deep_json_is_one_error(tmp_path):
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "next.txt").write_text("after the deep file")
+    error, after = _read(tmp_path)
+    assert isinstance(error, BadDocument) and "nested too deeply" in str(error)
+    assert _text(after) == "after the deep file"
+
+
+def test_zip_members_that_would_leave_the_archive_are_refused(tmp_path):
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        for name in ("../up.txt", "/abs.txt", "a/../../up2.txt", "C:/win.txt", "fine/ok.txt"):
+            handle.writestr(name, "text")
+    *refused, ok = sorted(_read(archive), key=lambda d: isinstance(d, Document))
+    assert len(refused) == 4 and all("unsafe zip member" in str(e) for e in refused)
+    assert ok.source == f"{archive}/fine/ok.txt"
+
+
+def test_streams_stop_at_the_document_limit():
+    from edge_rag.index.reader import _capped_opener
+
+    opener = _capped_opener("s", lambda: io.BytesIO(b"x" * (MB + 10)), MB)
+    with opener() as handle, pytest.raises(BadDocument, match="max_document_mb"):
+        while handle.read(4096):
+            pass
+    with _capped_opener("s", lambda: io.BytesIO(b"x" * MB), MB)() as handle:
+        assert len(handle.read()) == MB
+
+
+def test_a_nul_byte_past_the_sniffed_head_refuses_the_document(tmp_path):
+    (tmp_path / "late.txt").write_bytes(b"words " * 4000 + b"\x00")
+    [doc] = _read(tmp_path / "late.txt")
+    with pytest.raises(BadDocument, match="binary"):
+        _text(doc)
+
+
+def test_symbolic_links_out_of_a_folder_are_skipped_unless_followed(tmp_path):
+    from edge_rag.index.reader import Skipped
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "secret.txt").write_text("secret")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "own.txt").write_text("own")
+    (folder / "secret.txt").symlink_to(tmp_path / "out" / "secret.txt")
+    (folder / "loop").symlink_to(tmp_path, target_is_directory=True)  # leads out, and back in
+    (folder / "gone.txt").symlink_to(tmp_path / "missing.txt")
+    strict = _read(folder)
+    assert [_text(d) for d in strict if isinstance(d, Document)] == ["own"]
+    assert sorted(str(s).split(": ")[1].split(" (")[0] for s in strict if isinstance(s, Skipped)) == [
+        "broken symbolic link, skipped", "symbolic link out of the folder",
+        "symbolic link out of the folder"]
+    followed = list(read_sources([folder], MB, follow_symlinks=True))
+    # Each real folder is walked once: the loop reaches out/ but not in/ again.
+    assert sorted(_text(d) for d in followed if isinstance(d, Document)) == ["own", "secret", "secret"]

@@ -12,7 +12,35 @@ import pytest
 
 from edge_rag import EdgeRAG
 
+# The writer inserts three LiHua documents, then a held document whose text stops arriving once
+# its transaction has written chunks (its first 1,024 lines make 124 chunks, so the first group of
+# 64 is in SQLite and the vector index): it announces the pause in a marker file and waits there,
+# so the kill always lands mid-insert (never after a finished run).
 WRITER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from edge_rag import EdgeRAG
+    from edge_rag.index import Document, read_sources
+
+    index, folder, marker = sys.argv[1:4]
+    lines = [f"Line {i}: the quartermaster counted {i} crates of tea." for i in range(1200)]
+    readings = []
+
+    def held_blocks():
+        readings.append(1)
+        yield "\\n".join(lines[:1024]) + "\\n"
+        if len(readings) > 1:  # the first reading fingerprints; the second writes the chunks
+            Path(marker).write_text("mid-insert")
+            time.sleep(3600)
+        yield "\\n".join(lines[1024:]) + "\\n"
+
+    docs = list(read_sources([folder], 2**30))
+    with EdgeRAG.open(index, progress=False) as rag:
+        rag.insert(*docs[:3], Document("held", held_blocks), *docs[3:])
+""")
+
+
+PLAIN_WRITER = textwrap.dedent("""
     import sys
     from edge_rag import EdgeRAG
     with EdgeRAG.open(sys.argv[1], progress=False) as rag:
@@ -37,28 +65,34 @@ def _assert_consistent(rag: EdgeRAG) -> None:
     assert len(vectors) == rag.stats().chunks
 
 
-def _kill_writer_after(index, folder, committed: int) -> int:
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(index), str(folder)])
-    deadline = time.monotonic() + 300
-    while _committed(index) < committed and writer.poll() is None:
-        assert time.monotonic() < deadline, "writer made no progress"
-        time.sleep(0.02)
-    writer.send_signal(signal.SIGKILL)
-    writer.wait()
-    return _committed(index)
+def _kill_when_paused(tmp_path, script: str, *args) -> None:
+    """Run a writer until it reports (marker file) that it is paused mid-write; SIGKILL it."""
+    marker = tmp_path / "paused"
+    writer = subprocess.Popen([sys.executable, "-c", script, *map(str, args), str(marker)])
+    try:
+        deadline = time.monotonic() + 600
+        while not marker.exists():
+            assert writer.poll() is None, f"writer ended ({writer.returncode}) before its kill point"
+            assert time.monotonic() < deadline, "writer never reached its kill point"
+            time.sleep(0.02)
+        writer.send_signal(signal.SIGKILL)
+    finally:
+        writer.kill()
+        writer.wait()
+    assert writer.returncode == -signal.SIGKILL, "the writer was not killed"
 
 
 @pytest.mark.slow
 def test_sigkill_mid_index_keeps_every_committed_document(tmp_path, lihua_dir, model_folder):
     index = tmp_path / "index"
-    survived = _kill_writer_after(index, lihua_dir, committed=3)
-    assert survived >= 3
+    _kill_when_paused(tmp_path, WRITER, index, lihua_dir)
+    assert _committed(index) == 3  # the held document's transaction had written chunks
     with EdgeRAG.open(index, progress=False) as rag:
-        assert len(rag.documents()) == survived
+        assert "held" not in {d.source for d in rag.documents()}
         _assert_consistent(rag)
         assert rag.retrieve("Li Hua moving in", top_k=3).chunks
         report = rag.insert(lihua_dir)
-        assert len(report.duplicates) == survived and report.ok
+        assert len(report.duplicates) == 3 and report.ok
         _assert_consistent(rag)
         assert len(rag.documents()) == 24
 
@@ -68,7 +102,7 @@ def test_reader_works_while_a_writer_inserts(tmp_path, lihua_dir, model_folder):
     index = tmp_path / "index"
     with EdgeRAG.open(index, progress=False) as rag:
         rag.insert_text("The harbour master rings the bell at noon.", source="harbour")
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(index), str(lihua_dir)])
+    writer = subprocess.Popen([sys.executable, "-c", PLAIN_WRITER, str(index), str(lihua_dir)])
     try:
         seen = 0
         while writer.poll() is None:
@@ -110,27 +144,40 @@ def test_damaged_vector_file_is_rebuilt_from_sqlite(tmp_path, how, model_folder)
         assert not rag._vectors().rebuilt, "the rebuilt file should have been saved"
 
 
+# The graph writer pauses at the first SQL statement after its second graph batch committed
+# (graph_batch_chunks=4: 8 chunks in the graph), so the kill lands mid-build, never after it.
 GRAPH_WRITER = textwrap.dedent("""
-    import sys
+    import sys, time
+    from pathlib import Path
     from edge_rag import EdgeRAG
-    with EdgeRAG.open(sys.argv[1], progress=False, graph_batch_chunks=4) as rag:
-        rag.insert(sys.argv[2])
+
+    index, folder, marker = sys.argv[1:4]
+    state = {"commits": 0, "graph_write": False}
+
+    def trace(sql):
+        statement = sql.lstrip().upper()
+        if state["commits"] == 2:
+            Path(marker).write_text("mid-graph")
+            time.sleep(3600)
+        if "INSERT INTO CHUNK_GRAPH" in statement:
+            state["graph_write"] = True
+        elif statement.startswith(("COMMIT", "ROLLBACK")):
+            state["commits"] += state["graph_write"] and statement.startswith("COMMIT")
+            state["graph_write"] = False
+
+    with EdgeRAG.open(index, progress=False, graph_batch_chunks=4) as rag:
+        rag.store.conn.set_trace_callback(trace)
+        rag.insert(folder)
 """)
 
 
 @pytest.mark.slow
 def test_sigkill_mid_graph_build_resumes_to_the_same_graph(tmp_path, lihua_dir, lihua_index):
     index = tmp_path / "index"
-    writer = subprocess.Popen([sys.executable, "-c", GRAPH_WRITER, str(index), str(lihua_dir)])
-    deadline = time.monotonic() + 300
-    while _committed(index, "chunk_graph") < 8 and writer.poll() is None:
-        assert time.monotonic() < deadline, "writer made no progress"
-        time.sleep(0.02)
-    writer.send_signal(signal.SIGKILL)
-    writer.wait()
+    _kill_when_paused(tmp_path, GRAPH_WRITER, index, lihua_dir)
     with EdgeRAG.open(index, progress=False) as rag:
         done = rag.stats()
-        assert 8 <= done.chunks_in_graph < done.chunks or writer.returncode == 0
+        assert done.chunks_in_graph == 8 < done.chunks and done.documents == 24
         assert rag.retrieve("Li Hua moving in", top_k=3).chunks
         rag.insert(lihua_dir)  # every document is a duplicate: only the graph work resumes
         assert rag.stats().chunks_in_graph == rag.stats().chunks

@@ -1,7 +1,7 @@
 """Ingest: read sources, chunk them by tokens, embed and write them to the store."""
 
 from .chunking import Chunk, Chunker
-from .reader import Document, read_sources
+from .reader import Document, Skipped, read_sources
 from .writer import Indexer, InsertReport
 
-__all__ = ["Chunk", "Chunker", "Document", "Indexer", "InsertReport", "read_sources"]
+__all__ = ["Chunk", "Chunker", "Document", "Indexer", "InsertReport", "Skipped", "read_sources"]

@@ -1,21 +1,32 @@
 """Reading sources into documents: files, folders, zip archives, JSON/JSONL records, strings.
 
 Text policy: UTF-8 (a BOM is stripped; UTF-16 with a BOM is accepted). Invalid UTF-8 bytes
-are decoded with replacement (U+FFFD) and the document carries a warning; a file with NUL
-bytes in its first 8 KiB is binary and rejected. Empty or whitespace-only documents are
-rejected. Everything is streamed in blocks, so a large file is never held in memory whole.
+are decoded with replacement (U+FFFD) and the document carries a warning; a file with a NUL
+character is binary and rejected (at once when it is in the first 8 KiB, else when the stream
+reaches it). Empty or whitespace-only documents are rejected. Everything is streamed in blocks,
+so a large file is never held in memory whole, and no stream yields more than the document
+limit (a zip member is never inflated past it).
+
+Hostile input: a folder walk stays inside its folder (a symbolic link that leads out of it is
+skipped with a warning unless ``follow_symlinks``); zip members named ``../x`` or ``/x`` are
+refused; JSON nested too deeply is one refused document, not a crash. Records are named
+``file.jsonl#N`` (N counts the file's records from 0; a record's ``id`` or ``title`` replaces N
+when present) and an error about a record names it the same way.
 """
 
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import io
 import json
+import os
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from ..errors import BadDocument
@@ -26,6 +37,9 @@ SUPPORTED = TEXT_SUFFIXES + RECORD_SUFFIXES + (".zip",)
 TEXT_FIELDS = ("text", "body", "content")
 BLOCK = 1 << 16
 SNIFF = 8192
+# What reading a damaged file or archive member can raise, besides BadDocument. zipfile raises
+# NotImplementedError for an unknown compression method, RuntimeError for an encrypted member.
+READ_ERRORS = (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)
 
 
 @dataclass
@@ -54,25 +68,86 @@ class Document:
         return digest.hexdigest(), n_chars
 
 
-def read_sources(paths: list[str | Path], max_bytes: int) -> Iterator[Document | BadDocument]:
-    """Documents from paths; a path that cannot be read yields a BadDocument instead."""
+@dataclass(frozen=True)
+class Skipped:
+    """A path a folder walk left out on purpose; the insert reports it as a warning."""
+
+    source: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.reason}"
+
+
+Item = Document | BadDocument | Skipped
+
+
+def read_sources(paths: list[str | Path], max_bytes: int,
+                 follow_symlinks: bool = False) -> Iterator[Item]:
+    """Documents from paths; a path that cannot be read yields a BadDocument instead.
+
+    A path given explicitly is read even through a symbolic link; inside a folder, a link that
+    leads out of the folder is followed only with ``follow_symlinks`` (else it is Skipped).
+    """
     for raw in paths:
         path = Path(raw)
         if not path.exists():
             yield BadDocument(f"{path}: no such file or directory")
         elif path.is_dir():
-            yield from _read_folder(path, max_bytes)
+            yield from _read_folder(path, max_bytes, follow_symlinks)
         else:
             yield from _read_file(path, max_bytes)
 
 
-def _read_folder(folder: Path, max_bytes: int) -> Iterator[Document | BadDocument]:
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED)
-    for path in files:
-        yield from _read_file(path, max_bytes)
+def _read_folder(folder: Path, max_bytes: int, follow_symlinks: bool) -> Iterator[Item]:
+    for path in _walk(folder, follow_symlinks):
+        if isinstance(path, Path):
+            yield from _read_file(path, max_bytes)
+        else:
+            yield path
 
 
-def _read_file(path: Path, max_bytes: int) -> Iterator[Document | BadDocument]:
+def _walk(folder: Path, follow_symlinks: bool) -> Iterator[Path | Item]:
+    """Supported files under ``folder`` in path order, plus what was skipped and why."""
+    root = folder.resolve()
+    found: list[Path | Item] = []
+    seen = {root}
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError as exc:
+            found.append(BadDocument(f"{current}: cannot read folder: {exc.strerror or exc}"))
+            continue
+        for entry in entries:
+            found.extend(_visit(Path(entry.path), entry, root, follow_symlinks, seen, pending))
+    yield from sorted(found, key=lambda item: item if isinstance(item, Path) else Path(item.source))
+
+
+def _visit(path: Path, entry: os.DirEntry, root: Path, follow_symlinks: bool, seen: set[Path],
+           pending: list[Path]) -> Iterator[Path | Item]:
+    is_dir = entry.is_dir(follow_symlinks=True)
+    if not is_dir and path.suffix.lower() not in SUPPORTED:
+        return
+    link = entry.is_symlink()
+    if link and not path.exists():
+        yield Skipped(str(path), "broken symbolic link, skipped")
+        return
+    resolved = path.resolve()
+    if link and not follow_symlinks and not resolved.is_relative_to(root):
+        yield Skipped(str(path), f"symbolic link out of the folder (to {resolved}), skipped; "
+                      "set follow_symlinks = true to follow it")
+    elif is_dir:
+        # Each real folder is walked once: links back into the walk add nothing (and no loop).
+        if resolved not in seen and (follow_symlinks or not link):
+            seen.add(resolved)
+            pending.append(path)
+    elif entry.is_file(follow_symlinks=True):
+        yield path
+
+
+def _read_file(path: Path, max_bytes: int) -> Iterator[Item]:
     suffix = path.suffix.lower()
     try:
         size = path.stat().st_size
@@ -80,27 +155,28 @@ def _read_file(path: Path, max_bytes: int) -> Iterator[Document | BadDocument]:
             yield from _read_zip(path, max_bytes)
             return
         _check_size(str(path), size, max_bytes)
-        opener = lambda: open(path, "rb")
+        opener = _capped_opener(str(path), lambda: open(path, "rb"), max_bytes)
         if suffix in RECORD_SUFFIXES:
             yield from _read_records(str(path), opener, suffix)
         else:
             yield _text_document(str(path), opener)
     except BadDocument as exc:
         yield exc
-    except (OSError, zipfile.BadZipFile) as exc:
+    except READ_ERRORS as exc:
         yield BadDocument(f"{path}: cannot read: {exc}")
 
 
-def _read_zip(path: Path, max_bytes: int) -> Iterator[Document | BadDocument]:
+def _read_zip(path: Path, max_bytes: int) -> Iterator[Item]:
     archive = zipfile.ZipFile(path)
     members = sorted(i.filename for i in archive.infolist() if not i.is_dir())
     for name in members:
-        suffix = Path(name).suffix.lower()
+        suffix = PurePosixPath(name).suffix.lower()
         if suffix not in TEXT_SUFFIXES + RECORD_SUFFIXES:
             continue
         source = f"{path}/{name}"
-        opener = lambda name=name: archive.open(name)
+        opener = _capped_opener(source, functools.partial(archive.open, name), max_bytes)
         try:
+            _check_member_name(source, name)
             _check_size(source, archive.getinfo(name).file_size, max_bytes)
             if suffix in RECORD_SUFFIXES:
                 yield from _read_records(source, opener, suffix)
@@ -108,6 +184,16 @@ def _read_zip(path: Path, max_bytes: int) -> Iterator[Document | BadDocument]:
                 yield _text_document(source, opener)
         except BadDocument as exc:
             yield exc
+        except READ_ERRORS as exc:
+            yield BadDocument(f"{source}: cannot read zip member (damaged, or it inflates to other "
+                              f"than the archive says): {exc}")
+
+
+def _check_member_name(source: str, name: str) -> None:
+    """Refuse member names that would leave the archive if extracted (``../x``, ``/x``, ``C:x``)."""
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    if name.startswith(("/", "\\")) or ".." in parts or (parts and parts[0][1:2] == ":"):
+        raise BadDocument(f"{source}: unsafe zip member name (absolute or with '..'), refused")
 
 
 def _check_size(source: str, size: int, max_bytes: int) -> None:
@@ -118,12 +204,51 @@ def _check_size(source: str, size: int, max_bytes: int) -> None:
         )
 
 
+def _capped_opener(source: str, opener: Callable[[], IO[bytes]], max_bytes: int
+                   ) -> Callable[[], IO[bytes]]:
+    """An opener whose streams refuse to yield more than ``max_bytes`` (a size on disk or in a
+    zip directory can understate what a stream delivers)."""
+    return lambda: io.BufferedReader(_Capped(source, opener(), max_bytes), BLOCK)
+
+
+class _Capped(io.RawIOBase):
+    """A binary stream that raises BadDocument once more than ``limit`` bytes were read."""
+
+    def __init__(self, source: str, inner: IO[bytes], limit: int) -> None:
+        super().__init__()
+        self.source, self.inner, self.limit, self.count = source, inner, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.inner.read(min(len(buffer), self.limit + 1 - self.count))
+        self.count += len(data)
+        if self.count > self.limit:
+            raise BadDocument(f"{self.source}: more than the {self.limit / 2**20:.0f} MB document "
+                              "limit when read (setting max_document_mb); refused")
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
 def _text_document(source: str, opener: Callable[[], IO[bytes]]) -> Document:
     with opener() as handle:
         head = handle.read(SNIFF)
     encoding = _sniff_encoding(source, head)
-    doc = Document(source, lambda: _decode_blocks(opener, encoding, doc))
+    doc = Document(source, lambda: _guarded(source, _decode_blocks(opener, encoding, doc)))
     return doc
+
+
+def _guarded(source: str, blocks: Iterator[str]) -> Iterator[str]:
+    """Blocks whose read errors (a corrupt zip member, a vanished file) become BadDocument."""
+    try:
+        yield from blocks
+    except READ_ERRORS as exc:
+        raise BadDocument(f"{source}: cannot read: {exc}") from None
 
 
 def _sniff_encoding(source: str, head: bytes) -> str:
@@ -141,51 +266,68 @@ def _decode_blocks(opener: Callable[[], IO[bytes]], encoding: str, doc: Document
         while block := handle.read(BLOCK):
             text = decoder.decode(block)
             replaced = replaced or "\ufffd" in text
+            if "\x00" in text:
+                raise BadDocument(f"{doc.source}: binary file (NUL bytes), not text")
             yield text
         yield decoder.decode(b"", final=True)
     if replaced and not doc.warnings:
         doc.warnings.append(f"{doc.source}: invalid UTF-8 bytes replaced with U+FFFD")
 
 
-def _read_records(
-    source: str, opener: Callable[[], IO[bytes]], suffix: str
-) -> Iterator[Document | BadDocument]:
+def _read_records(source: str, opener: Callable[[], IO[bytes]], suffix: str) -> Iterator[Item]:
     with opener() as handle:
         stream = io.TextIOWrapper(handle, encoding="utf-8-sig", errors="replace")
         records = _jsonl(source, stream) if suffix == ".jsonl" else _json(source, stream)
         for number, record in enumerate(records):
             try:
+                if isinstance(record, BadDocument):
+                    raise record
                 yield _record_document(source, number, record)
             except BadDocument as exc:
                 yield exc
 
 
 def _json(source: str, stream: IO[str]) -> Iterator[Any]:
-    try:
-        data = json.load(stream)
-    except ValueError as exc:
-        raise BadDocument(f"{source}: invalid JSON: {exc}") from None
+    data = _parse(source, stream.read())
     yield from data if isinstance(data, list) else [data]
 
 
 def _jsonl(source: str, stream: IO[str]) -> Iterator[Any]:
+    """Each non-blank line's value, or a BadDocument for a bad line (the rest is still read)."""
+    number = 0
     for line_no, line in enumerate(stream, 1):
         if line.strip():
             try:
-                yield json.loads(line)
-            except ValueError as exc:
-                raise BadDocument(f"{source}:{line_no}: invalid JSON line: {exc}") from None
+                yield _parse(f"{source}#{number}", line, f" (line {line_no})")
+            except BadDocument as exc:
+                yield exc
+            number += 1
+
+
+def _parse(source: str, text: str, where: str = "") -> Any:
+    if "\x00" in text:
+        raise BadDocument(f"{source}: binary data (NUL bytes){where}, not JSON")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise BadDocument(f"{source}: JSON nested too deeply{where}") from None
+    except ValueError as exc:
+        raise BadDocument(f"{source}: invalid JSON{where}: {exc}") from None
 
 
 def _record_document(source: str, number: int, record: Any) -> Document:
     if not isinstance(record, dict):
         raise BadDocument(f"{source}#{number}: a record must be a JSON object")
+    title = record.get("title")
+    title = title if isinstance(title, str) and title else None
+    name = f"{source}#{record.get('id', title if title is not None else number)}"
     field_name = next((f for f in TEXT_FIELDS if isinstance(record.get(f), str)), None)
     if field_name is None:
-        raise BadDocument(f"{source}#{number}: no text field (one of {', '.join(TEXT_FIELDS)})")
+        raise BadDocument(f"{name}: no text field (one of {', '.join(TEXT_FIELDS)})")
     metadata = {k: v for k, v in record.items()
                 if k != field_name and isinstance(v, (str, int, float, bool))}
-    title = metadata.get("title")
-    text = f"{title}\n{record[field_name]}" if isinstance(title, str) and title else record[field_name]
-    label = record.get("id", title if isinstance(title, str) and title else number)
-    return Document.from_text(text, f"{source}#{label}", metadata)
+    text = f"{title}\n{record[field_name]}" if title is not None else record[field_name]
+    doc = Document.from_text(text, name, metadata)
+    if "\ufffd" in text:
+        doc.warnings.append(f"{name}: invalid UTF-8 bytes replaced with U+FFFD")
+    return doc

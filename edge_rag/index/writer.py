@@ -15,7 +15,7 @@ from ..models.embedder import Embedder
 from ..store import DocumentRecord, GraphStore, VectorIndex
 from .chunking import Chunk, Chunker
 from .graph_builder import GraphBuilder, GraphReport
-from .reader import Document
+from .reader import Document, Skipped
 
 EMBED_GROUP = 64
 VECTOR_CACHE = 4096
@@ -51,11 +51,12 @@ class Indexer:
         self.save_every = save_every
         self.graph = graph
 
-    def insert(self, documents: Iterable[Document | BadDocument], progress: bool) -> InsertReport:
+    def insert(self, documents: Iterable[Document | BadDocument | Skipped],
+               progress: bool) -> InsertReport:
         """Insert documents one transaction each, then extract their chunks into the graph.
 
-        Bad documents are reported, never fatal. Chunks left out of the graph by an earlier,
-        interrupted run are extracted too.
+        Bad documents are reported, never fatal; skipped paths become warnings. Chunks left
+        out of the graph by an earlier, interrupted run are extracted too.
         """
         report, start, unsaved = InsertReport(), time.perf_counter(), 0
         bar = tqdm(documents, unit="doc", desc="indexing", disable=not progress, leave=False,
@@ -93,7 +94,10 @@ class Indexer:
         """Persist the chunk vector file at the generation SQLite now holds."""
         self.chunk_vectors.save(int(self.store.vector_state("chunk")["generation"]))
 
-    def _insert_reported(self, doc: Document | BadDocument, report: InsertReport) -> int:
+    def _insert_reported(self, doc: Document | BadDocument | Skipped, report: InsertReport) -> int:
+        if isinstance(doc, Skipped):
+            report.warnings.append(str(doc))
+            return 0
         if isinstance(doc, BadDocument):
             report.failed.append((doc.source, str(doc)))
             return 0

@@ -1,0 +1,27 @@
+"""The bounded load test, small: readers query while a writer inserts and deletes; the hostile
+benchmarks answer --help."""
+
+import json
+
+import pytest
+
+from benchmarks import load, long_line
+
+
+@pytest.mark.parametrize("script", [load, long_line], ids=["load", "long_line"])
+def test_load_scripts_have_help(script, capsys):
+    with pytest.raises(SystemExit) as done:
+        script.main(["--help"])
+    assert done.value.code == 0 and "usage" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_readers_never_fail_nor_see_half_a_document(tmp_path, model_folder):
+    output = tmp_path / "load.json"
+    code = load.main(["--seconds", "1", "--readers", "4", "--base", "3", "--methods", "vector,dual",
+                      "--min-writes", "3", "--work", str(tmp_path), "--output", str(output)])
+    result = json.loads(output.read_text())
+    assert code == 0 and result["reader_errors"] == 0 and result["errors"] == [], result["errors"]
+    assert result["half_documents_seen"] == 0
+    assert result["writer"]["inserts"] >= 2 and result["writer"]["deletes"] >= 1
+    assert all(n > 0 for n in result["per_reader_queries"]) and result["snapshot_checks"] > 0
