@@ -13,7 +13,10 @@ every fixed method on the type-stratified subsets (``python -m benchmarks.answer
   auto takes the cross-validated plan (below ``planner_threshold`` → ``planner_fallback``) and
   the cached answer of the method it chose — the pipeline after planning is the same — plus the
   planner's own time (question embedding, cheap features, head) measured on the open index.
-- **Evidence recall** of auto vs fixed methods on *all* labelled dev queries (retrieval judge).
+- **Evidence recall** of auto vs fixed methods on *all* labelled dev queries (retrieval judge),
+  and their **mean retrieval latency**: a fixed method's is its mean wall time measured while
+  labelling; auto's is the chosen method's time plus the planner's own (question embedding,
+  cheap features and head, measured on the open LiHua-World index).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
               "planner_accuracy": _accuracy(rows, truth, probs.argmax(axis=1), rules, soft),
               "confusion": _confusion(truth, probs.argmax(axis=1)),
               "recall": _recall_table(rows, plans),
+              "retrieval_latency_ms": _latency_table(rows, plans),
               "table3": {name: _table3(name, rows, plans, limit, args.slm)
                          for name, limit in _limits(args.limits).items()},
               "planner_ms": _planner_latency(embedder, rows[:50])}
@@ -93,6 +97,19 @@ def _recall_table(rows: list[dict], plans: list[tuple[str, str]]) -> dict:
         label_of = {m: k for k, m in METHOD_OF_LABEL.items()}
         auto = np.mean([rows[i]["recall"].get(label_of[plans[i][1]], 0.0) for i in pick])
         out[name] = {**{m: round(v, 3) for m, v in fixed.items()}, "auto": round(float(auto), 3)}
+    return out
+
+
+def _latency_table(rows: list[dict], plans: list[tuple[str, str]]) -> dict:
+    plan_ms = _plan_ms("lihua", [r for r in rows if r["dataset"] == "lihua"][:50])
+    label_of = {m: k for k, m in METHOD_OF_LABEL.items()}
+    out = {"plan": round(plan_ms, 1)}
+    for name in dict.fromkeys(r["dataset"] for r in rows if "latency_ms" in r):
+        pick = [i for i, r in enumerate(rows) if r["dataset"] == name]
+        fixed = {m: float(np.mean([rows[i]["latency_ms"][k] for i in pick]))
+                 for k, m in METHOD_OF_LABEL.items() if k in rows[pick[0]]["latency_ms"]}
+        auto = np.mean([rows[i]["latency_ms"].get(label_of[plans[i][1]], 0.0) for i in pick]) + plan_ms
+        out[name] = {**{m: round(v, 1) for m, v in fixed.items()}, "auto": round(float(auto), 1)}
     return out
 
 
@@ -189,6 +206,11 @@ def _print(result: dict) -> None:
     print("\nevidence recall of the chosen context, all labelled dev queries")
     names = list(next(iter(result["recall"].values())))
     print(markdown_table(["data set", *names], [[k, *v.values()] for k, v in result["recall"].items()]))
+    latency = {k: v for k, v in result["retrieval_latency_ms"].items() if k != "plan"}
+    if latency:
+        print(f"\nmean retrieval latency ms (auto includes planning, {result['retrieval_latency_ms']['plan']} ms)")
+        names = list(next(iter(latency.values())))
+        print(markdown_table(["data set", *names], [[k, *v.values()] for k, v in latency.items()]))
     print(f"\nplanner head latency: {result['planner_ms']}")
 
 

@@ -2,7 +2,8 @@
 
     python -m benchmarks.planner_labels [--datasets lihua,2wiki,hotpotqa,multihop] [--no-slm]
 
-Judges, in the order A < B < C < D < E (none, vector, local, dual, topology):
+Judges, in the order A < B < C < D < E < F (none, vector, local, dual, topology, and ``ppr``,
+beyond the paper, last so that ties still go to the paper's methods):
 
 - **A** by the answer judge: the SLM alone (method ``none``) gives the gold answer (normalised
   containment), on the data sets whose facts a model can know (Wikipedia: 2wiki, hotpotqa; the
@@ -15,8 +16,8 @@ Judges, in the order A < B < C < D < E (none, vector, local, dual, topology):
   multi-hop → E, as the paper does.
 
 Writes ``export/planner_labels.jsonl`` (question, data set, label, judge, the cheap planner
-features against that data set's index, and every method's evidence recall; one part per data
-set is kept in ``benchmarks/results/cache/``) and
+features against that data set's index, every method's evidence recall and retrieval latency;
+one part per data set is kept in ``benchmarks/results/cache/``) and
 ``benchmarks/results/planner_labels.json`` (label distribution per data set). SLM answers are
 cached (see answer_accuracy), retrieval is rerun (it is cheap).
 """
@@ -25,11 +26,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
+from edge_rag import EdgeRAG
 from edge_rag.plan import LABELS, METHOD_OF_LABEL
 from edge_rag.plan.features import FEATURE_VERSION, cheap_features
+from edge_rag.retrieve import Retrieval
 
 from .answer_accuracy import answer_all, normalise
 from .common import ROOT, markdown_table, write_result
@@ -50,16 +54,27 @@ def label_queries(dataset: Dataset, slm: str | None) -> list[dict]:
         knowable = [q for q in queries if _knowable(q)] if slm and dataset.name in WORLD_KNOWLEDGE else []
         alone = {r["id"]: r["correct"] for r in answer_all(rag, dataset.name, knowable, "none", slm)}
         for query in queries:
-            recalls = {label: recall(rag.retrieve(query["question"], METHOD_OF_LABEL[label]).chunks,
-                                     query, rag.settings.top_k) for label in RETRIEVAL_LABELS}
+            found, latency = retrieve_all(rag, query["question"])
+            recalls = {label: recall(r.chunks, query, rag.settings.top_k) for label, r in found.items()}
             label, judge = choose_label(alone.get(query["id"], False), recalls, dataset.multi_hop(query))
             rows.append({"dataset": dataset.name, "id": query["id"], "question": query["question"],
                          "type": query["type"], "label": label, "judge": judge,
                          "recall": {k: round(v, 4) for k, v in recalls.items()},
+                         "latency_ms": {k: round(v, 1) for k, v in latency.items()},
                          "feature_version": FEATURE_VERSION,
                          "cheap": [round(v, 4) for v in cheap_features(query["question"],
                                                                        rag.name_matcher()).tolist()]})
     return rows
+
+
+def retrieve_all(rag: EdgeRAG, question: str) -> tuple[dict[str, Retrieval], dict[str, float]]:
+    """Every retrieval label's result for a question, and its wall time in milliseconds."""
+    found, latency = {}, {}
+    for label in RETRIEVAL_LABELS:
+        start = time.perf_counter()
+        found[label] = rag.retrieve(question, METHOD_OF_LABEL[label])
+        latency[label] = (time.perf_counter() - start) * 1000
+    return found, latency
 
 
 def _knowable(query: dict) -> bool:
@@ -73,7 +88,7 @@ def choose_label(alone_correct: bool, recalls: dict[str, float], multi_hop: bool
         return "A", "answer"
     best = max(recalls.values())
     if best > 0:
-        return next(k for k in RETRIEVAL_LABELS if recalls[k] >= best - 1e-9), "retrieval"
+        return next(k for k in RETRIEVAL_LABELS if recalls.get(k, 0.0) >= best - 1e-9), "retrieval"
     return ("E" if multi_hop else "C"), "prior"
 
 

@@ -1,4 +1,4 @@
-"""Evidence recall and latency of every retrieval method (VR, LR, DR, TR, and the no-weights ablation).
+"""Evidence recall and latency of every retrieval method (VR, LR, DR, TR, ppr, and the no-weights ablation).
 
     python -m benchmarks.retrieval                      # LiHua-World dev queries, fast-extractor graph
     python -m benchmarks.retrieval --dataset 2wiki      # 2WikiMultihopQA dev questions
@@ -24,8 +24,8 @@ from edge_rag import EdgeRAG
 from .common import markdown_table, peak_rss_mb, percentiles, write_result
 from .datasets import DATASETS, open_index
 
-METHODS = ("vector", "local", "dual", "topology")
-ABLATED = ("local", "dual", "topology")
+METHODS = ("vector", "local", "dual", "topology", "ppr")
+ABLATED = ("local", "dual", "topology", "ppr")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from .errors import SettingsError
 VECTOR_DTYPES = ("f32", "f16", "i8")
 EXTRACTORS = ("fast", "slm", "none")
 PLANNERS = ("head", "slm", "rules")
-FIXED_METHODS = ("none", "vector", "local", "dual", "topology")
+FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr")
 PROFILE_DIR_ENV = "EDGE_RAG_PROFILES"
 HOME_ENV = "EDGE_RAG_HOME"
 

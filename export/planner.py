@@ -3,7 +3,7 @@
     edge-rag export planner [--labels FILE] [--force]
 
 The labels (``planner_labels.jsonl`` next to this module) are made by
-``python -m benchmarks.planner_labels``: one row per dev query with its label A–E and the cheap
+``python -m benchmarks.planner_labels``: one row per dev query with its label A–F and the cheap
 features computed against that data set's index. Here each question is embedded with the default
 embedder, the head (features → 64 ReLU → 5, softmax) is trained with cross-entropy against
 soft targets — spread evenly over every method that works for the query (the label is the

@@ -30,6 +30,8 @@ def test_labels_take_the_simplest_method_that_works() -> None:
     assert choose_label(True, {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}, False) == ("A", "answer")
     assert choose_label(False, {"B": 1.0, "C": 0.5, "D": 1.0, "E": 1.0}, True) == ("B", "retrieval")
     assert choose_label(False, {"B": 0.5, "C": 0.5, "D": 1.0, "E": 0.5}, False) == ("D", "retrieval")
+    assert choose_label(False, {"B": 0.5, "C": 0.5, "D": 0.5, "E": 0.5, "F": 1.0}, True) == ("F", "retrieval")
+    assert choose_label(False, {"B": 1.0, "C": 0.5, "D": 0.5, "E": 0.5, "F": 1.0}, True) == ("B", "retrieval")
     assert choose_label(False, {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}, True) == ("E", "prior")
     assert choose_label(False, {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}, False) == ("C", "prior")
 

@@ -46,7 +46,7 @@ class TokenMask:
 
 @dataclass(frozen=True)
 class OneOf:
-    """The output is exactly one of a few labels (e.g. planner letters A–E)."""
+    """The output is exactly one of a few labels (e.g. planner letters A–F)."""
 
     labels: tuple[str, ...]
 
