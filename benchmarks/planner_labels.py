@@ -77,6 +77,29 @@ def retrieve_all(rag: EdgeRAG, question: str) -> tuple[dict[str, Retrieval], dic
     return found, latency
 
 
+def add_labels(dataset: Dataset, labels: list[str]) -> list[dict]:
+    """The data set's labelled rows with some methods (re)measured and the label chosen again.
+
+    The index is used as it is (nothing indexed), the other methods' recalls and the answer
+    judge's verdict (an "A" label) are kept.
+    """
+    path = PARTS / f"planner-labels-{dataset.name}.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    queries = {q["id"]: q for q in dataset.queries()}
+    with EdgeRAG.open(dataset.index, create=False, progress=False) as rag:
+        recall = dataset.recall(rag)
+        for row in rows:
+            query = queries[row["id"]]
+            for label in labels:
+                start = time.perf_counter()
+                found = rag.retrieve(query["question"], METHOD_OF_LABEL[label])
+                row.setdefault("latency_ms", {})[label] = round((time.perf_counter() - start) * 1000, 1)
+                row["recall"][label] = round(recall(found.chunks, query, rag.settings.top_k), 4)
+            row["label"], row["judge"] = choose_label(row["judge"] == "answer", row["recall"],
+                                                      dataset.multi_hop(query))
+    return rows
+
+
 def _knowable(query: dict) -> bool:
     gold = normalise(query["answer"])
     return gold not in {"yes", "no"} and gold not in normalise(query["question"])
@@ -97,7 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     PARTS.mkdir(parents=True, exist_ok=True)
     for name in args.datasets.split(","):
-        part = label_queries(DATASETS[name], None if args.no_slm else args.slm)
+        if args.add:
+            part = add_labels(DATASETS[name], args.add.split(","))
+        else:
+            part = label_queries(DATASETS[name], None if args.no_slm else args.slm)
         (PARTS / f"planner-labels-{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part))
     rows = [json.loads(line) for name in DATASETS if (PARTS / f"planner-labels-{name}.jsonl").is_file()
             for line in (PARTS / f"planner-labels-{name}.jsonl").read_text().splitlines()]
@@ -121,6 +147,9 @@ def _parser() -> argparse.ArgumentParser:
                         "data set labelled so far (default: %(default)s)")
     parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="SLM for the A judge")
     parser.add_argument("--no-slm", action="store_true", help="skip the A judge (no generation)")
+    parser.add_argument("--add", default=None, metavar="LABELS",
+                        help="only (re)measure these labels' methods (e.g. F) on the rows labelled "
+                        "so far, using each index as it is, and choose the labels again")
     parser.add_argument("--output", default=str(LABELS_FILE), help="labels file (default: %(default)s)")
     return parser
 

@@ -76,8 +76,8 @@ def test_seeds_weigh_specific_entities_more(rag: EdgeRAG) -> None:
         rag.insert_text(text, source=text)
     retriever = make_retriever("ppr", _view(rag))
     named = WalkTables(rag.store.conn).entities_named(["analee", "bokim"])
-    seeds = retriever.seed_entities(rag.walk_graph(), ["AnaLee", "BoKim"])
-    assert seeds[named["bokim"]] == pytest.approx(3 * seeds[named["analee"]])  # 3 chunks vs 1
+    seeds = retriever.seed_entities(rag.walk_graph(), list(named.values()), np.zeros((0, 384)))
+    assert seeds[named["bokim"]] == pytest.approx(3 ** 0.5 * seeds[named["analee"]])  # 3 chunks vs 1
 
 
 def test_the_walk_matrix_is_cached_until_the_index_changes(tmp_path, model_folder) -> None:
@@ -97,7 +97,11 @@ def test_ppr_retrieves_ranked_chunks_from_named_entities(lihua_index, use_weight
                              top_k=5)
     assert found.method == "ppr" and 1 <= len(found.chunks) <= 5
     assert len({c.chunk_id for c in found.chunks}) == len(found.chunks)
-    assert [c.score for c in found.chunks] == sorted((c.score for c in found.chunks), reverse=True)
+    docs = [c.doc_id for c in found.chunks]
+    distinct = len(set(docs))  # documents first: one chunk of each, best first, then the others
+    assert len(set(docs[:distinct])) == distinct
+    assert [c.score for c in found.chunks[:distinct]] == sorted((c.score for c in found.chunks[:distinct]),
+                                                                 reverse=True)
     assert found.entities and found.timings_ms["walk"] >= 0
 
 
@@ -121,3 +125,17 @@ def test_the_retriever_builds_its_own_matrix_without_a_cache(rag: EdgeRAG) -> No
     reader = GraphReader(view, view.entity_vectors(), view.relation_vectors())
     found = PPRRetriever(reader).retrieve("What does BoKim bake?", top_k=1)
     assert [c.source for c in found.chunks] == ["one"]
+
+
+def test_documents_first_puts_one_chunk_per_document_before_the_rest() -> None:
+    from edge_rag.retrieve.ppr import documents_first
+    from edge_rag.retrieve.types import RetrievedChunk
+
+    chunks = [RetrievedChunk(i, doc, "s", "t", 1.0 - i / 10) for i, doc in enumerate("aabca")]
+    assert [c.chunk_id for c in documents_first(chunks)] == [0, 2, 3, 1, 4]
+
+
+def test_filler_terms_seed_nothing(lihua_index) -> None:
+    with EdgeRAG.open(lihua_index, create=False) as rag:
+        found = rag.retrieve("What is it?", "ppr", top_k=3)
+    assert found.entities == [] and found.chunks  # the nearest chunks still seed the walk

@@ -11,18 +11,27 @@ HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached rec
   so the walk reaches passages through the entities they share, and the chunk's probability is
   its graph score. A chunk is also joined to the next chunk of its document (weight
   ``NEXT_CHUNK``): a long passage or conversation stays one neighbourhood.
-- Seeds (the restart vector): each query term (TR's K_e: name spans, dates, graph names found
-  in the question) is matched to a node by its exact normalised name, else to its nearest entity
-  vector with the cosine as confidence; a seed's weight is its confidence times its
-  specificity 1 / (chunks that mention it) — a person in every conversation barely seeds —
-  and the ``CHUNK_SEEDS`` chunks nearest to the question seed ``CHUNK_SEED_SHARE`` of the
+- Seeds (the restart vector): TR's K_e — the question's name spans, dates, times, quantities
+  and titles, each matched to a node by its exact normalised name, else to its nearest entity
+  vector with the cosine as confidence — and every word n-gram of the question that is exactly
+  an entity's name (in place of DR/TR's fuzzy matching, which cost 47 ms a question against
+  2WikiMultihopQA's 44k names on the shared cores); terms made only of stopwords and question
+  words, such as a film called "What Is", are no seeds; a seed's weight is its confidence times its
+  specificity 1 / √(chunks that mention it) — a person in every conversation barely seeds;
+  HippoRAG's 1 / n let a rare word of the question outweigh the names it asks about — and the ``CHUNK_SEEDS`` chunks nearest to the question seed ``CHUNK_SEED_SHARE`` of the
   mass, in proportion to their cosine (HippoRAG 2's dense passage seeds), so a question
   whose terms match nothing still walks from where the text matches.
 - π = (1 − d)·s + d·P·π (P column-stochastic, dangling mass restarts), d = ``DAMPING``, solved
   by forward push to a fixed tolerance (``WalkGraph.pagerank``): whole-graph power iteration
   costs every edge per step (2WikiMultihopQA: ~600k, tens of ms per step on a shared core).
 - Fusion: a candidate chunk (the walk's best and the dense search's best) scores
-  cos(q, c) + ``FUSION``·π(c) / max π.
+  cos(q, c) + ``FUSION``·π(c) / max π; the best chunk of each document comes first, then the
+  others, so that the top k spans k documents when it can (the evidence of a multi-hop
+  question lies in several).
+- Chosen on the dev questions, split in two halves by position: parameters were compared on
+  the first half of 2WikiMultihopQA and LiHua-World and the choice checked on the second
+  (docs-17 in the notes has the figures): ``SPECIFICITY`` 0.5 over 1 and 0, d 0.5 over 0.3 and
+  0.7, ``FUSION`` 1 over 0.5 and 2, ``CHUNK_SEED_SHARE`` 0.3 over 0 and 0.6, documents first.
 - With ``use_weights=False`` every relation weighs 1 (the paper's "-Weights" ablation).
 
 The transition matrix is built with numpy only (CSR arrays) from one read of the graph per
@@ -32,26 +41,31 @@ lookups and a few dozen sparse products.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..index.fast import STOPWORDS
 from ..index.mentions import entity_key
 from ..store.walk import GraphArrays, WalkTables
 from .base import timed
-from .dual import query_keywords
 from .graph import GraphReader
+from .keywords import QUESTION_WORDS, specific_terms
 from .types import Retrieval, RetrievedChunk
 
 DAMPING = 0.5
-TOLERANCE = 1e-6
+SPECIFICITY = 0.5
+TOLERANCE = 1e-5
 MAX_ROUNDS = 200
 FUSION = 1.0
 CHUNK_SEEDS = 10
 CHUNK_SEED_SHARE = 0.3
 NEXT_CHUNK = 1.0
 CANDIDATES = 50
+MAX_GRAM = 6
+FILLER = STOPWORDS | QUESTION_WORDS | {"i"}
 
 
 @dataclass(frozen=True)
@@ -143,12 +157,15 @@ class PPRRetriever:
         result = Retrieval(question, self.name)
         view = self.graph.view
         with timed(result.timings_ms, "keywords"):
-            terms = query_keywords(self.graph, question).low
+            terms, grams = query_terms(question)
+            exact = WalkTables(self.graph.conn).entities_named(entity_key(t) for t in terms + grams)
+            missing = [t for t in terms if entity_key(t) not in exact]
         with timed(result.timings_ms, "embed"):
-            query = view.embedder.embed_one(question)
+            vectors = view.embedder.embed([question, *missing])  # one batch
+            query = vectors[0]
         with timed(result.timings_ms, "entities"):
             walk = self.walk()
-            entities = self.seed_entities(walk, terms)
+            entities = self.seed_entities(walk, list(exact.values()), vectors[1:])
         with timed(result.timings_ms, "search"):
             keys, sims = view.chunk_vectors.search(query, max(CHUNK_SEEDS, CANDIDATES))
             dense = {int(k): float(s) for k, s in zip(keys, sims)}
@@ -161,18 +178,16 @@ class PPRRetriever:
                            for e, s in sorted(entities.items(), key=lambda kv: -kv[1]) if e in names]
         return result
 
-    def seed_entities(self, walk: WalkGraph, terms: list[str]) -> dict[int, float]:
-        """Entity id → seed weight: match confidence × specificity (see module docstring)."""
-        exact = WalkTables(self.graph.conn).entities_named(entity_key(t) for t in terms)
-        confidence = {e: 1.0 for e in exact.values()}
-        missing = [t for t in terms if entity_key(t) not in exact]
-        if missing:
-            for vector in self.graph.view.embedder.embed(missing):
-                for entity in self.graph.search_entities(vector, 1):
-                    confidence[entity.id] = max(confidence.get(entity.id, 0.0), entity.score)
+    def seed_entities(self, walk: WalkGraph, named: list[int], vectors: np.ndarray) -> dict[int, float]:
+        """Entity id → seed weight: match confidence × specificity (see module docstring), for the
+        entities the terms name exactly and the nearest entity of each other term's vector."""
+        confidence = dict.fromkeys(named, 1.0)
+        for vector in vectors:
+            for entity in self.graph.search_entities(vector, 1):
+                confidence[entity.id] = max(confidence.get(entity.id, 0.0), entity.score)
         ids = np.asarray(sorted(confidence), dtype=np.int64)
         nodes = walk.entity_nodes(ids)
-        return {int(e): confidence[int(e)] / max(1, int(walk.entity_chunks[n]))
+        return {int(e): confidence[int(e)] / max(1, int(walk.entity_chunks[n])) ** SPECIFICITY
                 for e, n in zip(ids, nodes) if n >= 0 and confidence[int(e)] > 0}
 
     def fuse(self, walk: WalkGraph, rank: np.ndarray, query: np.ndarray, dense: dict[int, float],
@@ -188,10 +203,29 @@ class PPRRetriever:
         cosine.update((c, float(v.astype(np.float32) @ query)) for c, v in vectors.items())
         scored = sorted(((cosine.get(c, 0.0) + FUSION * walked.get(c, 0.0) / top, c)
                          for c in set(walked) | set(dense)), reverse=True)
-        records = self.graph.view.store.chunks([c for _, c in scored[: top_k + 4]])
-        out = [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
-               for s, c in scored[: top_k + 4] if c in records]
-        return out[:top_k]
+        records = self.graph.view.store.chunks([c for _, c in scored])
+        found = [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
+                 for s, c in scored if c in records]
+        return documents_first(found)[:top_k]
+
+
+def query_terms(question: str) -> tuple[list[str], list[str]]:
+    """TR's K_e without fuzzy matching: the question's specific terms (name spans, dates, times,
+    quantities, quoted titles) and its word n-grams up to ``MAX_GRAM`` words, which seed only
+    where they are exactly an entity's normalised name. Filler (only stopwords and question
+    words) is dropped from both."""
+    words = re.findall(r"[\w'\-]+", question)
+    grams = {" ".join(words[i : i + n]) for n in range(1, MAX_GRAM + 1) for i in range(len(words) - n + 1)}
+    useful = lambda text: not all(w.lower() in FILLER for w in text.split())
+    return [t for t in specific_terms(question) if useful(t)], sorted(g for g in grams if useful(g))
+
+
+def documents_first(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
+    """The best chunk of each document in rank order, then the other chunks in rank order."""
+    seen: set[str] = set()
+    first = [c for c in chunks if c.doc_id not in seen and not seen.add(c.doc_id)]
+    taken = {c.chunk_id for c in first}
+    return first + [c for c in chunks if c.chunk_id not in taken]
 
 
 def restart(walk: WalkGraph, entities: dict[int, float], dense: dict[int, float]) -> np.ndarray:
