@@ -65,9 +65,9 @@ class Settings:
     use_weights: bool = True
     keyword_extractor: str = "rules"
     planner: str = "head"
-    planner_model: str = "planner-int8"
+    planner_model: str = "planner-af-int8"
     planner_threshold: float = 0.4
-    planner_fallback: str = "dual"
+    planner_fallback: str = "ppr"
     memory_budget_mb: int = 0
     memory_policy: str = "refuse"
     progress: bool = True

@@ -34,7 +34,7 @@ from . import log as _log
 from . import require_export_extra
 
 LABELS_FILE = Path(__file__).with_name("planner_labels.jsonl")
-DEFAULT_NAME = "planner-int8"
+DEFAULT_NAME = "planner-af-int8"  # labels A–F; "planner-int8" heads (A–E) still load
 MIN_AGREEMENT = 0.95
 HIDDEN = 64
 EPOCHS = 300
