@@ -16,27 +16,28 @@ HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached rec
   vector with the cosine as confidence — and every word n-gram of the question that is exactly
   an entity's name (in place of DR/TR's fuzzy matching, which cost 47 ms a question against
   2WikiMultihopQA's 44k names on the shared cores); terms made only of stopwords and question
-  words, such as a film called "What Is", are no seeds; a seed's weight is its confidence times its
-  specificity 1 / √(chunks that mention it) — a person in every conversation barely seeds;
-  HippoRAG's 1 / n let a rare word of the question outweigh the names it asks about — and the ``CHUNK_SEEDS`` chunks nearest to the question seed ``CHUNK_SEED_SHARE`` of the
-  mass, in proportion to their cosine (HippoRAG 2's dense passage seeds), so a question
-  whose terms match nothing still walks from where the text matches.
+  words, such as a film called "What Is", are no seeds. A seed's weight is its confidence
+  times its specificity 1 / √(chunks that mention it): a person in every conversation barely
+  seeds (HippoRAG's 1 / n let a rare word of the question outweigh the names it asks about).
+  The ``CHUNK_SEEDS`` chunks nearest to the question seed ``CHUNK_SEED_SHARE`` of the mass, in
+  proportion to their cosine (HippoRAG 2's dense passage seeds), so a question whose terms
+  match nothing still walks from where the text matches.
 - π = (1 − d)·s + d·P·π (P column-stochastic, dangling mass restarts), d = ``DAMPING``, solved
   by forward push to a fixed tolerance (``WalkGraph.pagerank``): whole-graph power iteration
-  costs every edge per step (2WikiMultihopQA: ~600k, tens of ms per step on a shared core).
+  costs every edge per step (2WikiMultihopQA: 494k, tens of ms per step on a shared core).
 - Fusion: a candidate chunk (the walk's best and the dense search's best) scores
   cos(q, c) + ``FUSION``·π(c) / max π; the best chunk of each document comes first, then the
   others, so that the top k spans k documents when it can (the evidence of a multi-hop
   question lies in several).
 - Chosen on the dev questions, split in two halves by position: parameters were compared on
   the first half of 2WikiMultihopQA and LiHua-World and the choice checked on the second
-  (docs-17 in the notes has the figures): ``SPECIFICITY`` 0.5 over 1 and 0, d 0.5 over 0.3 and
+  (the README's ppr section has the figures): ``SPECIFICITY`` 0.5 over 1 and 0, d 0.5 over 0.3 and
   0.7, ``FUSION`` 1 over 0.5 and 2, ``CHUNK_SEED_SHARE`` 0.3 over 0 and 0.6, documents first.
 - With ``use_weights=False`` every relation weighs 1 (the paper's "-Weights" ablation).
 
 The transition matrix is built with numpy only (CSR arrays) from one read of the graph per
-index generation and cached by the open index (see ``EdgeRAG``); a query costs the seeds'
-lookups and a few dozen sparse products.
+index generation and cached by the open index (see ``EdgeRAG.walk_graph``); a query costs the
+seeds' lookups, one batch of embeddings and a push over the part of the graph its mass reaches.
 """
 
 from __future__ import annotations
