@@ -1,7 +1,7 @@
 """Answer accuracy with the SLM on LiHua-World or 2WikiMultihopQA dev queries.
 
     python -m benchmarks.answer_accuracy [--dataset lihua|2wiki] [--slm qwen2.5-coder-0.5b-int8]
-                                         [--method vector] [--limit N] [--no-weights]
+                                         [--method vector] [--limit N] [--type Multi] [--no-weights]
 
 A query is right when its normalised gold answer (or, on 2Wiki, one of its aliases) is contained
 in the normalised answer; a Null query is right when the answer says the information is missing.
@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     dataset = DATASETS[args.dataset]
     queries = stratified(dataset.queries(), args.limit)
+    queries = [q for q in queries if args.type in (None, q["type"])]
     method = args.method + ("" if args.use_weights else "-noweights")
     cached = sum(q["id"] in _load_cache(cache_path(args.dataset, args.slm, method)) for q in queries)
     with open_index(dataset, slm=args.slm, use_weights=args.use_weights) as rag:
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     payload = {"dataset": args.dataset, "slm": args.slm, "method": method, "limit": args.limit,
                "summary": summary, "answers_from_cache": cached,
                "peak_rss_mb": round(peak_rss_mb(), 1), "answers": rows}
-    suffix = f"_limit{args.limit}" if args.limit else ""
+    suffix = (f"_limit{args.limit}" if args.limit else "") + (f"_{args.type}" if args.type else "")
     tag = "" if args.dataset == "lihua" else f"{args.dataset}-"
     print(f"wrote {write_result(f'answer_accuracy_{tag}{args.slm}_{method}{suffix}', payload)}")
     return 0
@@ -121,7 +122,7 @@ def cache_path(dataset: str, slm: str, method: str, settings: Settings | None = 
     settings = settings or Settings()
     fields = ANSWER_FIELDS[2:] if method.startswith("none") else ANSWER_FIELDS
     shape: list = [getattr(settings, f) for f in fields]
-    if method.split("-")[0] in ("local", "dual", "topology"):
+    if method.split("-")[0] in ("local", "dual", "topology", "ppr"):
         shape += [RETRIEVAL_VERSION, *(getattr(settings, f) for f in GRAPH_FIELDS)]
     method += "-s" + hashlib.sha256(repr(shape).encode()).hexdigest()[:6]
     return RESULTS / "cache" / f"answers-{tag}{slm}-{method}-p{PROMPT_VERSION}.jsonl"
@@ -188,6 +189,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="exported SLM folder name")
     parser.add_argument("--method", default="vector", help="retrieval method")
     parser.add_argument("--limit", type=int, default=None, help="type-stratified subset size")
+    parser.add_argument("--type", default=None, help="only queries of this type (Single, Multi, Null)")
     parser.add_argument("--no-weights", dest="use_weights", action="store_false",
                         help="the -Weights ablation (use_weights=false)")
     return parser

@@ -118,7 +118,8 @@ def method_footprint(index: Path) -> dict[str, int]:
     """Bytes on disk each retrieval method needs from an index (the paper's Figure 7 x-axis).
 
     ``vector`` needs the documents and chunks tables and ``chunks.usearch``; ``local`` the whole
-    graph but not the relation vectors; ``dual``, ``topology`` and ``auto`` everything. SQLite's
+    graph but not the relation vectors, and so does ``ppr``; ``dual``, ``topology`` and ``auto``
+    everything. SQLite's
     pages are split by table with the ``dbstat`` virtual table.
     """
     files = stored_files(index)
@@ -129,6 +130,7 @@ def method_footprint(index: Path) -> dict[str, int]:
     total = sum(files.values())
     return {"none": 0, "vector": vector_sql + files.get("chunks.usearch", 0),
             "local": total - files.get("relations.usearch", 0), "dual": total, "topology": total,
+            "ppr": total - files.get("relations.usearch", 0),
             "auto": total}
 
 

@@ -13,12 +13,18 @@ every fixed method on the type-stratified subsets (``python -m benchmarks.answer
   auto takes the cross-validated plan (below ``planner_threshold`` → ``planner_fallback``) and
   the cached answer of the method it chose — the pipeline after planning is the same — plus the
   planner's own time (question embedding, cheap features, head) measured on the open index.
-- **Evidence recall** of auto vs fixed methods on *all* labelled dev queries (retrieval judge).
+- **Evidence recall** of auto vs fixed methods on *all* labelled dev queries (retrieval judge),
+  and their **mean retrieval latency**: each method costs its p50 in the data set's
+  ``retrieval_<dataset>.json`` (a method missing there comes from a ``retrieval_<dataset>_*.json``
+  run, scaled by the two runs' vector p50s: the machine's load differs between runs); auto costs
+  the chosen method plus the planner's own time (question embedding, cheap features and head,
+  measured on the open LiHua-World index).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections import Counter
@@ -32,7 +38,7 @@ from edge_rag.plan import LABELS, METHOD_OF_LABEL
 from edge_rag.plan.rules import rule_label
 
 from .answer_accuracy import _load_cache, cache_path, judge, stratified
-from .common import markdown_table, percentiles, write_result
+from .common import RESULTS, markdown_table, percentiles, write_result
 from .datasets import DATASETS
 
 
@@ -51,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
               "planner_accuracy": _accuracy(rows, truth, probs.argmax(axis=1), rules, soft),
               "confusion": _confusion(truth, probs.argmax(axis=1)),
               "recall": _recall_table(rows, plans),
+              "retrieval_latency_ms": _latency_table(rows, plans),
               "table3": {name: _table3(name, rows, plans, limit, args.slm)
                          for name, limit in _limits(args.limits).items()},
               "planner_ms": _planner_latency(embedder, rows[:50])}
@@ -95,6 +102,35 @@ def _recall_table(rows: list[dict], plans: list[tuple[str, str]]) -> dict:
         auto = np.mean([rows[i]["recall"].get(label_of[plans[i][1]], 0.0) for i in pick])
         out[name] = {**{m: round(v, 3) for m, v in fixed.items()}, "auto": round(float(auto), 3)}
     return out
+
+
+def _latency_table(rows: list[dict], plans: list[tuple[str, str]]) -> dict:
+    plan_ms = _plan_ms("lihua", [r for r in rows if r["dataset"] == "lihua"][:50])
+    out: dict = {"plan": round(plan_ms, 1)}
+    for name in dict.fromkeys(r["dataset"] for r in rows):
+        cost = method_costs(name)
+        pick = [i for i, r in enumerate(rows) if r["dataset"] == name]
+        if not cost or any(plans[i][1] not in cost for i in pick):
+            continue
+        auto = float(np.mean([cost[plans[i][1]] for i in pick])) + plan_ms
+        out[name] = {**{m: round(v, 1) for m, v in cost.items()}, "auto": round(auto, 1)}
+    return out
+
+
+def method_costs(dataset: str) -> dict[str, float]:
+    """p50 retrieval latency per method from the retrieval benchmark's results (see module)."""
+    main = RESULTS / f"retrieval_{dataset}.json"
+    if not main.is_file():
+        return {}
+    methods = json.loads(main.read_text())["methods"]
+    cost = {m: r["latency_ms"]["p50"] for m, r in methods.items() if " " not in m}
+    for extra in sorted(RESULTS.glob(f"retrieval_{dataset}_*.json")):
+        other = json.loads(extra.read_text())["methods"]
+        scale = cost.get("vector", 0.0) / other.get("vector", {}).get("latency_ms", {}).get("p50", 0.0) \
+            if "vector" in other else 0.0
+        cost.update({m: r["latency_ms"]["p50"] * scale for m, r in other.items()
+                     if " " not in m and m not in cost and scale})
+    return {"none": 0.0, **cost}
 
 
 def _limits(text: str) -> dict[str, int]:
@@ -201,6 +237,12 @@ def _print(result: dict) -> None:
     print("\nevidence recall of the chosen context, all labelled dev queries")
     names = list(next(iter(result["recall"].values())))
     print(markdown_table(["data set", *names], [[k, *v.values()] for k, v in result["recall"].items()]))
+    latency = {k: v for k, v in result["retrieval_latency_ms"].items() if k != "plan"}
+    if latency:
+        plan_ms = result["retrieval_latency_ms"]["plan"]
+        print(f"\nmean retrieval latency ms (auto includes planning, {plan_ms} ms)")
+        names = list(next(iter(latency.values())))
+        print(markdown_table(["data set", *names], [[k, *v.values()] for k, v in latency.items()]))
     print(f"\nplanner head latency: {result['planner_ms']}")
 
 

@@ -2,7 +2,8 @@
 
     python -m benchmarks.planner_labels [--datasets lihua,2wiki,hotpotqa,multihop] [--no-slm]
 
-Judges, in the order A < B < C < D < E (none, vector, local, dual, topology):
+Judges, in the order A < B < C < D < E < F (none, vector, local, dual, topology, and ``ppr``,
+beyond the paper, last so that ties still go to the paper's methods):
 
 - **A** by the answer judge: the SLM alone (method ``none``) gives the gold answer (normalised
   containment), on the data sets whose facts a model can know (Wikipedia: 2wiki, hotpotqa; the
@@ -15,9 +16,9 @@ Judges, in the order A < B < C < D < E (none, vector, local, dual, topology):
   multi-hop → E, as the paper does.
 
 Writes ``export/planner_labels.jsonl`` (question, data set, label, judge, the cheap planner
-features against that data set's index, and every method's evidence recall; one part per data
-set is kept in ``benchmarks/results/cache/``, which is not in git: a data set without a part keeps
-its rows of the existing labels file) and
+features against that data set's index, every method's evidence recall and retrieval latency;
+one part per data set is kept in ``benchmarks/results/cache/``, which is not in git: a data set
+without a part keeps its rows of the existing labels file) and
 ``benchmarks/results/planner_labels.json`` (label distribution per data set). SLM answers are
 cached (see answer_accuracy), retrieval is rerun (it is cheap).
 """
@@ -26,11 +27,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
+from edge_rag import EdgeRAG
 from edge_rag.plan import LABELS, METHOD_OF_LABEL
 from edge_rag.plan.features import FEATURE_VERSION, cheap_features
+from edge_rag.retrieve import Retrieval
 
 from .answer_accuracy import answer_all, normalise
 from .common import ROOT, markdown_table, write_result
@@ -51,15 +55,49 @@ def label_queries(dataset: Dataset, slm: str | None) -> list[dict]:
         knowable = [q for q in queries if _knowable(q)] if slm and dataset.name in WORLD_KNOWLEDGE else []
         alone = {r["id"]: r["correct"] for r in answer_all(rag, dataset.name, knowable, "none", slm)}
         for query in queries:
-            recalls = {label: recall(rag.retrieve(query["question"], METHOD_OF_LABEL[label]).chunks,
-                                     query, rag.settings.top_k) for label in RETRIEVAL_LABELS}
+            found, latency = retrieve_all(rag, query["question"])
+            recalls = {label: recall(r.chunks, query, rag.settings.top_k) for label, r in found.items()}
             label, judge = choose_label(alone.get(query["id"], False), recalls, dataset.multi_hop(query))
             rows.append({"dataset": dataset.name, "id": query["id"], "question": query["question"],
                          "type": query["type"], "label": label, "judge": judge,
                          "recall": {k: round(v, 4) for k, v in recalls.items()},
+                         "latency_ms": {k: round(v, 1) for k, v in latency.items()},
                          "feature_version": FEATURE_VERSION,
                          "cheap": [round(v, 4) for v in cheap_features(query["question"],
                                                                        rag.name_matcher()).tolist()]})
+    return rows
+
+
+def retrieve_all(rag: EdgeRAG, question: str) -> tuple[dict[str, Retrieval], dict[str, float]]:
+    """Every retrieval label's result for a question, and its wall time in milliseconds."""
+    found, latency = {}, {}
+    for label in RETRIEVAL_LABELS:
+        start = time.perf_counter()
+        found[label] = rag.retrieve(question, METHOD_OF_LABEL[label])
+        latency[label] = (time.perf_counter() - start) * 1000
+    return found, latency
+
+
+def add_labels(dataset: Dataset, labels: list[str]) -> list[dict]:
+    """The data set's labelled rows with some methods (re)measured and the label chosen again.
+
+    The index is used as it is (nothing indexed), the other methods' recalls and the answer
+    judge's verdict (an "A" label) are kept.
+    """
+    path = PARTS / f"planner-labels-{dataset.name}.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    queries = {q["id"]: q for q in dataset.queries()}
+    with EdgeRAG.open(dataset.index, create=False, progress=False) as rag:
+        recall = dataset.recall(rag)
+        for row in rows:
+            query = queries[row["id"]]
+            for label in labels:
+                start = time.perf_counter()
+                found = rag.retrieve(query["question"], METHOD_OF_LABEL[label])
+                row.setdefault("latency_ms", {})[label] = round((time.perf_counter() - start) * 1000, 1)
+                row["recall"][label] = round(recall(found.chunks, query, rag.settings.top_k), 4)
+            row["label"], row["judge"] = choose_label(row["judge"] == "answer", row["recall"],
+                                                      dataset.multi_hop(query))
     return rows
 
 
@@ -74,7 +112,7 @@ def choose_label(alone_correct: bool, recalls: dict[str, float], multi_hop: bool
         return "A", "answer"
     best = max(recalls.values())
     if best > 0:
-        return next(k for k in RETRIEVAL_LABELS if recalls[k] >= best - 1e-9), "retrieval"
+        return next(k for k in RETRIEVAL_LABELS if recalls.get(k, 0.0) >= best - 1e-9), "retrieval"
     return ("E" if multi_hop else "C"), "prior"
 
 
@@ -83,7 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     PARTS.mkdir(parents=True, exist_ok=True)
     for name in args.datasets.split(","):
-        part = label_queries(DATASETS[name], None if args.no_slm else args.slm)
+        if args.add:
+            part = add_labels(DATASETS[name], args.add.split(","))
+        else:
+            part = label_queries(DATASETS[name], None if args.no_slm else args.slm)
         (PARTS / f"planner-labels-{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part))
     rows = [row for name in DATASETS for row in _labelled(name, Path(args.output))]
     Path(args.output).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -115,6 +156,9 @@ def _parser() -> argparse.ArgumentParser:
                         "data set labelled so far (default: %(default)s)")
     parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="SLM for the A judge")
     parser.add_argument("--no-slm", action="store_true", help="skip the A judge (no generation)")
+    parser.add_argument("--add", default=None, metavar="LABELS",
+                        help="only (re)measure these labels' methods (e.g. F) on the rows labelled "
+                        "so far, using each index as it is, and choose the labels again")
     parser.add_argument("--output", default=str(LABELS_FILE), help="labels file (default: %(default)s)")
     return parser
 

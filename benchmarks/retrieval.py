@@ -1,15 +1,19 @@
-"""Evidence recall and latency of every retrieval method (VR, LR, DR, TR, and the no-weights ablation).
+"""Evidence recall and latency of every retrieval method (VR, LR, DR, TR, ppr, and the no-weights ablation).
 
     python -m benchmarks.retrieval                      # LiHua-World dev queries, fast-extractor graph
     python -m benchmarks.retrieval --dataset 2wiki      # 2WikiMultihopQA dev questions
     python -m benchmarks.retrieval --dataset hotpotqa   # also: multihop (derived corpus)
+    python -m benchmarks.retrieval --dataset 2wiki --methods vector,ppr --as-is   # some methods only
 
 LiHua-World: recall@k is the share of a query's evidence conversations among the documents of
 the top-k chunks (Null queries have no evidence and are left out), split by Single and Multi.
 2WikiMultihopQA: the share of a question's supporting passages among the first k distinct passages
 of the ranked chunks (a long passage can have several chunks), as HippoRAG reports recall@2/@5.
 MultiHop-RAG: the share of a query's evidence facts found verbatim in the top-k chunks (the
-upstream rule). Queries without evidence are left out. Writes ``retrieval_<dataset>.json``.
+upstream rule). Queries without evidence are left out. Writes ``retrieval_<dataset>.json``, or
+``retrieval_<dataset>_<methods>.json`` when ``--methods`` picks some; ``--as-is`` uses the index
+as it stands without indexing what is missing (an index whose relation vectors are not yet
+embedded serves vector and ppr, which do not read them).
 """
 
 from __future__ import annotations
@@ -24,28 +28,33 @@ from edge_rag import EdgeRAG
 from .common import markdown_table, peak_rss_mb, percentiles, write_result
 from .datasets import DATASETS, open_index
 
-METHODS = ("vector", "local", "dual", "topology")
-ABLATED = ("local", "dual", "topology")
+METHODS = ("vector", "local", "dual", "topology", "ppr")
+ABLATED = ("local", "dual", "topology", "ppr")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     dataset = DATASETS[args.dataset]
     start = time.perf_counter()
-    with open_index(dataset, progress=not args.quiet) as rag:
+    if args.as_is:
+        opened = EdgeRAG.open(dataset.index, create=False)
+    else:
+        opened = open_index(dataset, progress=not args.quiet)
+    with opened as rag:
         build = {"seconds": round(time.perf_counter() - start, 1), **_stats(rag)}
         truth = dataset.recall(rag)
     queries = [q for q in dataset.queries() if q["evidence"]]
     queries = queries[: args.limit] if args.limit else queries
     rows = {}
-    for method, weights in [(m, True) for m in METHODS] + [(m, False) for m in ABLATED]:
+    methods = args.methods.split(",") if args.methods else METHODS
+    for method, weights in [(m, True) for m in methods] + [(m, False) for m in ABLATED if m in methods]:
         name = method if weights else f"{method} -weights"
         with EdgeRAG.open(dataset.index, create=False, use_weights=weights) as rag:
             rows[name] = _evaluate(rag, method, queries, truth, dataset.ks)
     result = {"dataset": args.dataset, "note": dataset.note, "queries": len(queries), "build": build,
               "methods": rows, "peak_rss_mb": round(peak_rss_mb(), 1)}
     _print(result, dataset.ks)
-    write_result(f"retrieval_{args.dataset}", result)
+    write_result(f"retrieval_{args.dataset}" + (f"_{'_'.join(methods)}" if args.methods else ""), result)
     return 0
 
 
@@ -87,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--methods", default=None, help=f"comma-separated subset of {','.join(METHODS)}")
+    parser.add_argument("--as-is", action="store_true", help="use the index as it is (index nothing)")
     return parser
 
 

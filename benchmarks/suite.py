@@ -3,7 +3,7 @@
     python -m benchmarks.suite [--profile dev] [--dataset lihua|2wiki|hotpotqa|multihop]
                                [--limit 60] [--queries FILE] [--methods none,vector,...] [--no-ablation]
 
-For each method (none, vector, local, dual, topology, auto, and the -weights rows of the graph
+For each method (none, vector, local, dual, topology, ppr, auto, and the -weights rows of the graph
 methods): answer accuracy (normalised containment) and token F1 on a type-stratified subset
 (``--limit``), evidence recall@k on the same queries, latency p50/p95 per stage (plan, retrieve,
 prefill, decode) and the index bytes the method needs; for the run: the index's bytes per file and
@@ -49,7 +49,7 @@ from .common import (
 )
 from .datasets import DATASETS, Dataset, build_record, open_index
 
-METHODS = ("none", "vector", "local", "dual", "topology", "auto")
+METHODS = ("none", "vector", "local", "dual", "topology", "ppr", "auto")
 SECONDS_PER_ANSWER = 8.0  # Qwen 0.5B int8 on 2 cores, 1,024-token context (answer_accuracy runs)
 
 

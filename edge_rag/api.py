@@ -22,7 +22,7 @@ from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, make_planner, run_planner
-from .retrieve import IndexView, Retrieval, make_retriever
+from .retrieve import IndexView, Retrieval, WalkGraph, make_retriever
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 
 INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype", "extractor")
@@ -74,6 +74,7 @@ class EdgeRAG:
         self._slm: SLM | None = None
         self._readers: dict[str, VectorIndex] = {}
         self._names: tuple[tuple[int, int], NameMatcher] | None = None
+        self._walk: tuple[tuple[int, int], WalkGraph] | None = None
         self._planner: Planner | None = None
 
     @classmethod
@@ -138,12 +139,13 @@ class EdgeRAG:
 
     def retrieve(self, question: str, method: str = "vector", top_k: int | None = None) -> Retrieval:
         """Context for a question by one retrieval method: ``vector`` (VR, eq. 7), ``local``
-        (LR, eqs. 8–11), ``dual`` (DR, eqs. 12–17), ``topology`` (TR, eqs. 18–29), ``none``, or
+        (LR, eqs. 8–11), ``dual`` (DR, eqs. 12–17), ``topology`` (TR, eqs. 18–29), ``ppr``
+        (personalized PageRank over the weighted graph, beyond the paper), ``none``, or
         ``auto``: the planner (§3.3) chooses one, recorded in ``Retrieval.plan``."""
         chosen = self.plan(question) if method.lower() == "auto" else None
         view = IndexView(self.settings, self.store, self.embedder, self._vectors(),
                          lambda: self._vectors("entity"), lambda: self._vectors("relation"),
-                         lambda: self.slm, self.name_matcher)
+                         lambda: self.slm, self.name_matcher, self.walk_graph)
         retriever = make_retriever(chosen.method if chosen else method, view)
         result = retriever.retrieve(question, top_k or self.settings.top_k)
         if chosen is not None:
@@ -210,6 +212,13 @@ class EdgeRAG:
         if self._names is None or self._names[0] != version:
             self._names = (version, NameMatcher(self.store.graph.spellings()))
         return self._names[1]
+
+    def walk_graph(self) -> WalkGraph:
+        """The ``ppr`` method's transition matrix (rebuilt when the index changes)."""
+        version = self.store.data_version()
+        if self._walk is None or self._walk[0] != version:
+            self._walk = (version, WalkGraph.build(self.store.walk.arrays(), self.settings.use_weights))
+        return self._walk[1]
 
     def documents(self) -> list[DocumentRecord]:
         """Every stored document."""

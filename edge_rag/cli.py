@@ -81,13 +81,13 @@ def _add_export(commands: Any) -> None:
                      "(default: %(default)s)")
     slm.add_argument("--keep-fp32", action="store_true", help="also write the fp32 model folder")
     _model_options(slm, None, _export_slm)
-    planner = kinds.add_parser("planner", help="the adaptive planner's classifier head (A-E)",
+    planner = kinds.add_parser("planner", help="the adaptive planner's classifier head (A-F)",
                                description="Train the planner head on labelled dev queries "
-                               "(query embedding + cheap features -> A-E), export it to ONNX, "
+                               "(query embedding + cheap features -> A-F), export it to ONNX, "
                                "quantize it to int8 and check it against fp32 (>= 95%% same labels).")
     planner.add_argument("--labels", type=Path, help="labelled queries (default: the file shipped "
                          "with the export tool, made by python -m benchmarks.planner_labels)")
-    _model_options(planner, "planner-int8", _export_planner)
+    _model_options(planner, "planner-af-int8", _export_planner)
     export.set_defaults(handler=lambda args: _usage(export))
 
 
@@ -178,7 +178,9 @@ def _question(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="the question, in quotes")
     _common(parser)
     parser.add_argument("--method", default="vector", choices=sorted(RETRIEVERS) + ["auto"],
-                        help="retrieval method; auto lets the planner choose (default: %(default)s)")
+                        help="retrieval method: vector, local, dual, topology (the paper's VR, LR, DR, "
+                        "TR), ppr (personalized PageRank over the graph), none, or auto: the planner "
+                        "chooses (default: %(default)s)")
     parser.add_argument("--top-k", type=int, default=None,
                         help="chunks to retrieve (default: profile)")
 

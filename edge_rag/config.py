@@ -14,7 +14,7 @@ from .errors import SettingsError
 VECTOR_DTYPES = ("f32", "f16", "i8")
 EXTRACTORS = ("fast", "slm", "none")
 PLANNERS = ("head", "slm", "rules")
-FIXED_METHODS = ("none", "vector", "local", "dual", "topology")
+FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr")
 PROFILE_DIR_ENV = "EDGE_RAG_PROFILES"
 HOME_ENV = "EDGE_RAG_HOME"
 
@@ -66,9 +66,9 @@ class Settings:
     use_weights: bool = True
     keyword_extractor: str = "rules"
     planner: str = "head"
-    planner_model: str = "planner-int8"
+    planner_model: str = "planner-af-int8"
     planner_threshold: float = 0.4
-    planner_fallback: str = "dual"
+    planner_fallback: str = "ppr"
     memory_budget_mb: int = 0
     memory_policy: str = "refuse"
     progress: bool = True

@@ -33,6 +33,7 @@ PLANNER_SYSTEM = (
     "D: dual search, several entities or a broader theme must be combined.\n"
     "E: topology search, a chain of relations (the X of the Y of Z) or a comparison across "
     "entities must be followed.\n"
+    "F: graph walk search, facts spread over passages linked through the entities they share.\n"
     "Answer with one letter."
 )
 

@@ -3,7 +3,7 @@
     edge-rag export planner [--labels FILE] [--force]
 
 The labels (``planner_labels.jsonl`` next to this module) are made by
-``python -m benchmarks.planner_labels``: one row per dev query with its label A–E and the cheap
+``python -m benchmarks.planner_labels``: one row per dev query with its label A–F and the cheap
 features computed against that data set's index. Here each question is embedded with the default
 embedder, the head (features → 64 ReLU → 5, softmax) is trained with cross-entropy against
 soft targets — spread evenly over every method that works for the query (the label is the
@@ -34,7 +34,7 @@ from . import log as _log
 from . import require_export_extra
 
 LABELS_FILE = Path(__file__).with_name("planner_labels.jsonl")
-DEFAULT_NAME = "planner-int8"
+DEFAULT_NAME = "planner-af-int8"  # labels A–F; "planner-int8" heads (A–E) still load
 MIN_AGREEMENT = 0.95
 HIDDEN = 64
 EPOCHS = 300

@@ -30,6 +30,8 @@ def test_labels_take_the_simplest_method_that_works() -> None:
     assert choose_label(True, {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}, False) == ("A", "answer")
     assert choose_label(False, {"B": 1.0, "C": 0.5, "D": 1.0, "E": 1.0}, True) == ("B", "retrieval")
     assert choose_label(False, {"B": 0.5, "C": 0.5, "D": 1.0, "E": 0.5}, False) == ("D", "retrieval")
+    assert choose_label(False, {"B": 0.5, "C": 0.5, "D": 0.5, "E": 0.5, "F": 1.0}, True) == ("F", "retrieval")
+    assert choose_label(False, {"B": 1.0, "C": 0.5, "D": 0.5, "E": 0.5, "F": 1.0}, True) == ("B", "retrieval")
     assert choose_label(False, {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}, True) == ("E", "prior")
     assert choose_label(False, {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}, False) == ("C", "prior")
 
@@ -44,8 +46,11 @@ def test_a_guess_cannot_earn_label_a() -> None:
 def test_soft_targets_spread_over_every_method_that_works() -> None:
     planner = pytest.importorskip("edge_rag_export.planner")
     rows = [{"label": "B", "judge": "retrieval", "recall": {"B": 1.0, "C": 0.5, "D": 1.0, "E": 1.0}},
-            {"label": "E", "judge": "prior", "recall": {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}}]
-    assert np.allclose(planner.targets(rows), [[0, 1 / 3, 0, 1 / 3, 1 / 3], [0, 0, 0, 0, 1]])
+            {"label": "E", "judge": "prior", "recall": {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}},
+            {"label": "F", "judge": "retrieval",
+             "recall": {"B": 0.5, "C": 0.0, "D": 0.5, "E": 0.5, "F": 1.0}}]
+    assert np.allclose(planner.targets(rows), [[0, 1 / 3, 0, 1 / 3, 1 / 3, 0], [0, 0, 0, 0, 1, 0],
+                                               [0, 0, 0, 0, 0, 1]])
 
 
 def test_profiles_of_one_index_shape_share_a_benchmark_index() -> None:

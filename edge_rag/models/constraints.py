@@ -49,7 +49,7 @@ class TokenMask:
 
 @dataclass(frozen=True)
 class OneOf:
-    """The output is exactly one of a few labels (e.g. planner letters A–E)."""
+    """The output is exactly one of a few labels (e.g. planner letters A–F)."""
 
     labels: tuple[str, ...]
 

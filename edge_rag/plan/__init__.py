@@ -1,4 +1,8 @@
-"""Adaptive retrieval planning (§3.3): choose A–E per query by a trained head, the SLM or rules."""
+"""Adaptive retrieval planning (§3.3): choose A–F per query by a trained head, the SLM or rules.
+
+A–E are the paper's labels (none, vector, local, dual, topology); F, the ``ppr`` random walk, is
+beyond it and comes last, so that a tie between methods still goes to the paper's simpler one.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +24,8 @@ if TYPE_CHECKING:
     from ..models.embedder import Embedder
     from ..models.slm import SLM
 
-LABELS = ("A", "B", "C", "D", "E")
-METHOD_OF_LABEL = {"A": "none", "B": "vector", "C": "local", "D": "dual", "E": "topology"}
+LABELS = ("A", "B", "C", "D", "E", "F")
+METHOD_OF_LABEL = {"A": "none", "B": "vector", "C": "local", "D": "dual", "E": "topology", "F": "ppr"}
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ class Plan:
 
 
 class Planner(Protocol):
-    """Chooses a label A–E for a question."""
+    """Chooses a label A–F for a question."""
 
     name: str
 

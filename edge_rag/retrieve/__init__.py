@@ -1,4 +1,5 @@
-"""The retriever set of §3.2 (eq. 6), created by name: none, vector, local, dual, topology."""
+"""The retriever set of §3.2 (eq. 6), created by name: none, vector, local, dual, topology, and
+ppr (personalized PageRank over the same graph, beyond the paper: see ``ppr.py``)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,18 @@ from .base import IndexView, Retriever
 from .dual import DualRetriever
 from .graph_reader import GraphReader
 from .local import LocalRetriever
+from .ppr import PPRRetriever, WalkGraph
 from .topology import TopologyRetriever
 from .types import Retrieval, RetrievedChunk
 from .vector import NoRetriever, VectorRetriever
 
 RETRIEVERS: dict[str, type] = {"none": NoRetriever, "vector": VectorRetriever, "local": LocalRetriever,
-                               "dual": DualRetriever, "topology": TopologyRetriever}
-GRAPH_METHODS = ("local", "dual", "topology")
+                               "dual": DualRetriever, "topology": TopologyRetriever, "ppr": PPRRetriever}
+GRAPH_METHODS = ("local", "dual", "topology", "ppr")
 # Bumped when a change of code (not of settings) changes what the graph methods return.
 RETRIEVAL_VERSION = "2"
-ALIASES = {"vr": "vector", "naive": "vector", "lr": "local", "dr": "dual", "tr": "topology"}
+ALIASES = {"vr": "vector", "naive": "vector", "lr": "local", "dr": "dual", "tr": "topology",
+           "pagerank": "ppr"}
 
 
 def make_retriever(method: str, view: IndexView) -> Retriever:
@@ -28,9 +31,10 @@ def make_retriever(method: str, view: IndexView) -> Retriever:
     if name in GRAPH_METHODS:
         if view.entity_vectors is None or view.relation_vectors is None:
             raise UnknownMethod(f"method {name!r} needs the graph's vector indexes")
-        return RETRIEVERS[name](GraphReader(view, view.entity_vectors(), view.relation_vectors()))
+        graph = GraphReader(view, view.entity_vectors(), view.relation_vectors())
+        return PPRRetriever(graph, view.walk) if name == "ppr" else RETRIEVERS[name](graph)
     return RETRIEVERS[name](view)
 
 
 __all__ = ["RETRIEVAL_VERSION", "RETRIEVERS", "IndexView", "Retrieval", "RetrievedChunk", "Retriever",
-           "make_retriever"]
+           "WalkGraph", "make_retriever"]

@@ -16,12 +16,13 @@ from .types import Retrieval
 if TYPE_CHECKING:
     from ..lexicon import NameMatcher
     from ..models.slm import SLM
+    from .ppr import WalkGraph
 
 
 @dataclass
 class IndexView:
-    """The parts of an open index that retrievers read; graph vectors, the SLM and the entity
-    names load lazily."""
+    """The parts of an open index that retrievers read; graph vectors, the SLM, the entity
+    names and the random walk's matrix load lazily."""
 
     settings: Settings
     store: GraphStore
@@ -31,6 +32,7 @@ class IndexView:
     relation_vectors: Callable[[], VectorIndex] | None = None
     slm: Callable[[], SLM] | None = None
     names: Callable[[], NameMatcher] | None = None
+    walk: Callable[[], WalkGraph] | None = None
 
 
 class Retriever(Protocol):

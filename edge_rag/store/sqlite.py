@@ -19,6 +19,7 @@ from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex,
 from .codec import decode_rows, encode_rows
 from .graph_tables import GraphTables, inserted_id, marks, parts
 from .schema import DDL, GRAPH_TABLES_V1, SCHEMA_VERSION, VECTOR_KINDS
+from .walk import WalkTables
 
 DB_FILE = "index.sqlite"
 VECTOR_TABLES = {"chunk": "chunks", "entity": "entity_keys", "relation": "relations"}
@@ -68,6 +69,7 @@ class GraphStore:
         self.path = path
         self.db = sqlite_utils.Database(conn)
         self.graph = GraphTables(conn)
+        self.walk = WalkTables(conn)
 
     @classmethod
     def open(cls, directory: Path, settings: Settings, create: bool = True) -> GraphStore:

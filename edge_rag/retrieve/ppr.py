@@ -1,0 +1,277 @@
+"""Personalized PageRank retrieval (``ppr``): a random walk with restart over the weighted graph.
+
+What is the paper's and what is not. The walk runs over §3.1's heterogeneous weighted graph —
+entity nodes joined by structural relations weighted by ω_r and similar edges weighted by s_r,
+which is eq. 25's unified weight w(r) — and G_index's entity→chunk links (``chunk_entities``),
+and it starts from TR's query entities E^e (eqs. 18–19). The rest is beyond the paper, after
+HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached recall@5 0.765 on
+2WikiMultihopQA where expanding the query entities to their neighbours reached 0.747:
+
+- Nodes are entities *and chunks*: a chunk is joined to each entity it mentions with weight 1,
+  so the walk reaches passages through the entities they share, and the chunk's probability is
+  its graph score. A chunk is also joined to the next chunk of its document (weight
+  ``NEXT_CHUNK``): a long passage or conversation stays one neighbourhood.
+- Seeds (the restart vector): TR's K_e — the question's name spans, dates, times, quantities
+  and titles, each matched to a node by its exact normalised name, else to its nearest entity
+  vector with the cosine as confidence — and every word n-gram of the question that is exactly
+  an entity's name (in place of DR/TR's fuzzy matching, which cost 47 ms a question against
+  2WikiMultihopQA's 44k names on the shared cores); terms made only of stopwords and question
+  words, such as a film called "What Is", are no seeds. A seed's weight is its confidence
+  times its specificity 1 / √(chunks that mention it): a person in every conversation barely
+  seeds (HippoRAG's 1 / n let a rare word of the question outweigh the names it asks about).
+  The ``CHUNK_SEEDS`` chunks nearest to the question seed ``CHUNK_SEED_SHARE`` of the mass, in
+  proportion to their cosine (HippoRAG 2's dense passage seeds), so a question whose terms
+  match nothing still walks from where the text matches.
+- π = (1 − d)·s + d·P·π (P column-stochastic, dangling mass restarts), d = ``DAMPING``, solved
+  by forward push to a fixed tolerance (``WalkGraph.pagerank``): whole-graph power iteration
+  costs every edge per step (2WikiMultihopQA: 494k, tens of ms per step on a shared core).
+- Fusion: a candidate chunk (the walk's best and the dense search's best) scores
+  cos(q, c) + ``FUSION``·π(c) / max π; the best chunk of each document comes first, then the
+  others, so that the top k spans k documents when it can (the evidence of a multi-hop
+  question lies in several).
+- Chosen on the dev questions, split in two halves by position: parameters were compared on
+  the first half of 2WikiMultihopQA and LiHua-World and the choice checked on the second
+  (the README's ppr section has the figures): ``SPECIFICITY`` 0.5 over 1 and 0, d 0.5 over 0.3 and
+  0.7, ``FUSION`` 1 over 0.5 and 2, ``CHUNK_SEED_SHARE`` 0.3 over 0 and 0.6, documents first.
+- With ``use_weights=False`` every relation weighs 1 (the paper's "-Weights" ablation).
+
+The transition matrix is built with numpy only (CSR arrays) from one read of the graph per
+index generation and cached by the open index (see ``EdgeRAG.walk_graph``); a query costs the
+seeds' lookups, one batch of embeddings and a push over the part of the graph its mass reaches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..lexicon import QUESTION_WORDS, STOPWORDS, entity_key, specific_terms
+from ..store.walk import GraphArrays
+from .base import timed
+from .graph_reader import GraphReader
+from .types import Retrieval, RetrievedChunk
+
+DAMPING = 0.5
+SPECIFICITY = 0.5
+TOLERANCE = 1e-5
+MAX_ROUNDS = 200
+FUSION = 1.0
+CHUNK_SEEDS = 10
+CHUNK_SEED_SHARE = 0.3
+NEXT_CHUNK = 1.0
+CANDIDATES = 50
+MAX_GRAM = 6
+FILLER = STOPWORDS | QUESTION_WORDS | {"i"}
+
+
+@dataclass(frozen=True)
+class WalkGraph:
+    """The graph's transition probabilities in CSR form, one row per node (entities first, then
+    chunks) listing where a walker at that node steps next."""
+
+    entity_ids: np.ndarray
+    chunk_ids: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    width: np.ndarray
+    dangling: np.ndarray
+    entity_chunks: np.ndarray
+
+    @classmethod
+    def build(cls, arrays: GraphArrays, use_weights: bool = True) -> WalkGraph:
+        """Symmetric weighted adjacency → row-stochastic steps, row-compressed."""
+        n = len(arrays.entity_ids) + len(arrays.chunk_ids)
+        source, target, weight = _edges(arrays, use_weights)
+        source, target = np.concatenate([source, target]), np.concatenate([target, source])
+        weight = np.concatenate([weight, weight])
+        degree = np.bincount(source, weights=weight, minlength=n)
+        order = np.lexsort((target, source))
+        rows, cols = source[order], target[order]
+        counts = np.bincount(rows, minlength=n)
+        chunks_of = np.bincount(_positions(arrays.entity_ids, arrays.link_entity),
+                                minlength=len(arrays.entity_ids))
+        return cls(arrays.entity_ids, arrays.chunk_ids, np.concatenate([[0], np.cumsum(counts)]),
+                   cols.astype(np.int64), (weight[order] / degree[rows]).astype(np.float64),
+                   np.maximum(counts, 1).astype(np.float64), counts == 0, chunks_of)
+
+    @property
+    def size(self) -> int:
+        """Number of nodes."""
+        return len(self.entity_ids) + len(self.chunk_ids)
+
+    def entity_nodes(self, ids: np.ndarray) -> np.ndarray:
+        """Node positions of entity ids (-1 where absent)."""
+        return _positions(self.entity_ids, ids, missing=-1)
+
+    def chunk_nodes(self, ids: np.ndarray) -> np.ndarray:
+        """Node positions of chunk ids (-1 where absent)."""
+        found = _positions(self.chunk_ids, ids, missing=-1)
+        return np.where(found >= 0, found + len(self.entity_ids), -1)
+
+    def pagerank(self, seeds: np.ndarray, damping: float = DAMPING,
+                 tolerance: float = TOLERANCE) -> np.ndarray:
+        """Personalized PageRank for the restart distribution ``seeds`` (summing to 1).
+
+        Forward push (Andersen, Chung & Lang, 2006), every node over the threshold at once: a
+        node keeps 1 − d of its residual mass and passes d of it along its edges; dangling
+        nodes pass theirs back to the seeds. It stops when no node holds more residual than
+        ``tolerance`` per neighbour, so each node's error is below that, and a query touches
+        only the part of the graph its mass reaches instead of every edge once per iteration.
+        """
+        rank = np.zeros(self.size)
+        residual = seeds.astype(np.float64)
+        threshold = tolerance * self.width
+        for _ in range(MAX_ROUNDS):
+            active = np.flatnonzero(residual > threshold)
+            if not active.size:
+                break
+            mass = residual[active]
+            residual[active] = 0.0
+            rank[active] += (1 - damping) * mass
+            residual += damping * float(mass[self.dangling[active]].sum()) * seeds
+            starts, counts = self.indptr[active], self.indptr[active + 1] - self.indptr[active]
+            edges = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+            pushed = self.data[edges] * np.repeat(damping * mass, counts)
+            residual += np.bincount(self.indices[edges], weights=pushed, minlength=self.size)
+        return rank
+
+
+class PPRRetriever:
+    """Chunks by personalized PageRank from the question's entities, fused with the cosine."""
+
+    name = "ppr"
+
+    def __init__(self, graph: GraphReader, walk: Callable[[], WalkGraph] | None = None) -> None:
+        self.graph = graph
+        self.settings = graph.view.settings
+        self.walk = walk or (lambda: WalkGraph.build(graph.view.store.walk.arrays(),
+                                                     self.settings.use_weights))
+
+    def retrieve(self, question: str, top_k: int) -> Retrieval:
+        """Seeds, the walk, then the best chunks by walk probability and cosine."""
+        result = Retrieval(question, self.name)
+        view = self.graph.view
+        with timed(result.timings_ms, "keywords"):
+            terms, grams = query_terms(question)
+            exact = self.graph.view.store.walk.entities_named(entity_key(t) for t in terms + grams)
+            missing = [t for t in terms if entity_key(t) not in exact]
+        with timed(result.timings_ms, "embed"):
+            vectors = view.embedder.embed([question, *missing])  # one batch
+            query = vectors[0]
+        with timed(result.timings_ms, "entities"):
+            walk = self.walk()
+            entities = self.seed_entities(walk, list(exact.values()), vectors[1:])
+        with timed(result.timings_ms, "search"):
+            keys, sims = view.chunk_vectors.search(query, max(CHUNK_SEEDS, CANDIDATES))
+            dense = {int(k): float(s) for k, s in zip(keys, sims)}
+        with timed(result.timings_ms, "walk"):
+            rank = walk.pagerank(restart(walk, entities, dense))
+        with timed(result.timings_ms, "chunks"):
+            result.chunks = self.fuse(walk, rank, query, dense, top_k)
+        names = self.graph.entities(entities)
+        result.entities = [{"name": names[e].name, "type": names[e].type, "score": round(s, 6)}
+                           for e, s in sorted(entities.items(), key=lambda kv: -kv[1]) if e in names]
+        return result
+
+    def seed_entities(self, walk: WalkGraph, named: list[int], vectors: np.ndarray) -> dict[int, float]:
+        """Entity id → seed weight: match confidence × specificity (see module docstring), for the
+        entities the terms name exactly and the nearest entity of each other term's vector."""
+        confidence = dict.fromkeys(named, 1.0)
+        for vector in vectors:
+            for entity in self.graph.search_entities(vector, 1):
+                confidence[entity.id] = max(confidence.get(entity.id, 0.0), entity.score)
+        ids = np.asarray(sorted(confidence), dtype=np.int64)
+        nodes = walk.entity_nodes(ids)
+        return {int(e): confidence[int(e)] / max(1, int(walk.entity_chunks[n])) ** SPECIFICITY
+                for e, n in zip(ids, nodes) if n >= 0 and confidence[int(e)] > 0}
+
+    def fuse(self, walk: WalkGraph, rank: np.ndarray, query: np.ndarray, dense: dict[int, float],
+             top_k: int) -> list[RetrievedChunk]:
+        """The candidates (best by walk, best by cosine) ranked by cos + FUSION · π / max π."""
+        chunk_rank = rank[len(walk.entity_ids):]
+        best = np.argsort(-chunk_rank)[:CANDIDATES]
+        walked = {int(walk.chunk_ids[i]): float(chunk_rank[i]) for i in best if chunk_rank[i] > 0}
+        top = max(walked.values(), default=0.0) or 1.0
+        cosine = dict(dense)
+        missing = [c for c in walked if c not in cosine]
+        vectors = self.graph.view.store.walk.chunk_vectors(missing)
+        cosine.update((c, float(v.astype(np.float32) @ query)) for c, v in vectors.items())
+        scored = sorted(((cosine.get(c, 0.0) + FUSION * walked.get(c, 0.0) / top, c)
+                         for c in set(walked) | set(dense)), reverse=True)
+        records = self.graph.view.store.chunks([c for _, c in scored])
+        found = [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
+                 for s, c in scored if c in records]
+        return documents_first(found)[:top_k]
+
+
+def query_terms(question: str) -> tuple[list[str], list[str]]:
+    """TR's K_e without fuzzy matching: the question's specific terms (name spans, dates, times,
+    quantities, quoted titles) and its word n-grams up to ``MAX_GRAM`` words, which seed only
+    where they are exactly an entity's normalised name. Filler (only stopwords and question
+    words) is dropped from both."""
+    words = re.findall(r"[\w'\-]+", question)
+    grams = {" ".join(words[i : i + n]) for n in range(1, MAX_GRAM + 1) for i in range(len(words) - n + 1)}
+    useful = lambda text: not all(w.lower() in FILLER for w in text.split())
+    return [t for t in specific_terms(question) if useful(t)], sorted(g for g in grams if useful(g))
+
+
+def documents_first(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
+    """The best chunk of each document in rank order, then the other chunks in rank order."""
+    best: dict[str, RetrievedChunk] = {}
+    for chunk in chunks:
+        best.setdefault(chunk.doc_id, chunk)
+    first = list(best.values())
+    taken = {c.chunk_id for c in first}
+    return first + [c for c in chunks if c.chunk_id not in taken]
+
+
+def restart(walk: WalkGraph, entities: dict[int, float], dense: dict[int, float]) -> np.ndarray:
+    """The restart distribution: entity seeds, and ``CHUNK_SEED_SHARE`` on the nearest chunks."""
+    seeds = np.zeros(walk.size, dtype=np.float32)
+    if entities:
+        ids = np.asarray(list(entities), dtype=np.int64)
+        weights = np.asarray(list(entities.values()), dtype=np.float32)
+        seeds[walk.entity_nodes(ids)] = weights / weights.sum()
+    near = sorted(dense.items(), key=lambda kv: -kv[1])[:CHUNK_SEEDS]
+    nodes = walk.chunk_nodes(np.asarray([c for c, _ in near], dtype=np.int64))
+    weights = np.asarray([max(s, 0.0) for _, s in near], dtype=np.float32)
+    keep = nodes >= 0
+    if keep.any() and weights[keep].sum() > 0:
+        share = CHUNK_SEED_SHARE if entities else 1.0
+        seeds *= 1.0 - share
+        seeds[nodes[keep]] += share * weights[keep] / weights[keep].sum()
+    total = seeds.sum()
+    return seeds / total if total > 0 else seeds
+
+
+def _edges(arrays: GraphArrays, use_weights: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every undirected edge once (node positions): relations, chunk–entity links, next chunks."""
+    n_e = len(arrays.entity_ids)
+    entity = lambda ids: _positions(arrays.entity_ids, ids, missing=-1)
+    chunk = lambda ids: np.where((at := _positions(arrays.chunk_ids, ids, missing=-1)) >= 0, at + n_e, -1)
+    order = np.lexsort((arrays.chunk_ord, arrays.chunk_doc))
+    same = arrays.chunk_doc[order][1:] == arrays.chunk_doc[order][:-1]
+    value = arrays.relation_value if use_weights else np.ones_like(arrays.relation_value)
+    source = np.concatenate([entity(arrays.relation_source), entity(arrays.link_entity),
+                             n_e + order[:-1][same]])
+    target = np.concatenate([entity(arrays.relation_target), chunk(arrays.link_chunk),
+                             n_e + order[1:][same]])
+    weight = np.concatenate([value.astype(np.float64), np.ones(len(arrays.link_chunk)),
+                             np.full(int(same.sum()), NEXT_CHUNK)])
+    keep = (source >= 0) & (target >= 0) & (source != target) & (weight > 0)
+    return source[keep], target[keep], weight[keep]
+
+
+def _positions(sorted_ids: np.ndarray, ids: np.ndarray, missing: int | None = None) -> np.ndarray:
+    """Positions of ``ids`` in the sorted array ``sorted_ids``; ``missing`` where absent."""
+    if len(sorted_ids) == 0:
+        return np.full(len(ids), -1 if missing is not None else 0, dtype=np.int64)
+    at = np.clip(np.searchsorted(sorted_ids, ids), 0, len(sorted_ids) - 1)
+    found = sorted_ids[at] == ids
+    if missing is None:
+        return at[found]
+    return np.where(found, at, missing)
