@@ -25,6 +25,25 @@ def answer_user(question: str, sources: list[tuple[str, str]]) -> str:
     return ANSWER_USER.format(sources="\n\n".join(lines), question=question)
 
 
+# The focused answer stage (answer_stage = "focused"). The system prompt is a fixed prefix,
+# identical for every question, so its KV cache is reused across questions.
+FOCUSED_PROMPT_VERSION = "1"
+
+FOCUSED_SYSTEM = (
+    "Answer the question from the numbered sources (chat messages under their date, or "
+    "passages under their title). Copy a name, time, date or short phrase from the sources and "
+    "cite it like [1]. Start a yes/no answer with Yes or No. If the sources do not contain the "
+    f"answer, reply exactly: {NO_ANSWER}"
+)
+
+FOCUSED_USER = "Sources:\n{sources}\n\nQuestion: {question}"
+
+
+def focused_user(question: str, sources: str) -> str:
+    """The user turn of the focused stage: the rendered evidence, then the question."""
+    return FOCUSED_USER.format(sources=sources, question=question)
+
+
 PLANNER_SYSTEM = (
     "You choose how to search a private document collection before answering a question.\n"
     "A: no search, general knowledge is enough.\n"
