@@ -35,7 +35,8 @@ MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|s
                      r"|unknown|not (?:available|known)")
 
 ANSWER_FIELDS = ("top_k", "context_token_budget", "answer_max_tokens", "slm_context_tokens")
-FOCUSED_FIELDS = ("answer_stage", "focus_tokens", "focus_max_new_tokens", "abstain_threshold")
+FOCUSED_FIELDS = ("answer_stage", "focus_tokens", "focus_max_new_tokens", "abstain_threshold",
+                  "no_threshold")
 GRAPH_FIELDS = ("graph_entities", "graph_relations", "lr_alpha", "tr_hops",
                 "graph_support_weight", "graph_support_spread", "keyword_extractor")
 CITATION = re.compile(r"\[\d+(?:,\s*\d+)*\]")
@@ -160,7 +161,7 @@ def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Pat
                               "decode_ms": round(answer.timings.get("decode", 0.0), 1),
                               "prompt_tokens": answer.timings.get("prompt_tokens"),
                               "cached_tokens": answer.timings.get("cached_tokens"),
-                              **{k: answer.details.get(k) for k in ("form", "abstain", "p_abstain")}}
+                              **{k: answer.details.get(k) for k in ("form", "abstain", "p_abstain", "p_no")}}
         with open(cache_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(cache[query["id"]]) + "\n")
         print(f"[{time.strftime('%H:%M:%S')}] {query['id']} {query['type']}: {answer.text[:80]!r}",

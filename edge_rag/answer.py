@@ -146,6 +146,7 @@ class Prepared:
     form: Form
     abstain: str = ""
     p_abstain: float | None = None
+    p_no: float | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -159,15 +160,17 @@ class FocusedAnswerer:
 
     Abstention ("Insufficient information.") is decided from evidence before generating:
     a date the question names that no retrieved document has, or the model's own probability
-    of starting the answer with "Insufficient" at or above ``abstain_threshold``.
+    of starting the answer with "Insufficient" at or above ``abstain_threshold``. A yes/no
+    answer starts with "No" only when P(No | Yes or No) is at least ``no_threshold``.
     """
 
     def __init__(self, slm: SLM, evidence: Evidence, context_tokens: int, max_new_tokens: int,
-                 abstain_threshold: float) -> None:
+                 abstain_threshold: float, no_threshold: float = 0.5) -> None:
         self.slm = slm
         self.evidence = evidence
         self.context_tokens = context_tokens
         self.abstain_threshold = abstain_threshold
+        self.no_threshold = no_threshold
         self.config = GenerationConfig(max_new_tokens=max_new_tokens, stop=("<|im_end|>", "\n"))
         self._no_answer = self._ids("Insufficient")[0]
 
@@ -227,18 +230,30 @@ class FocusedAnswerer:
         return [split_document(c, self.evidence.document(d) or [c.text]) for d, c in first.items()]
 
     def _abstain(self, question: str, docs: list[SourceDoc], prepared: Prepared) -> str:
-        """Why to answer "Insufficient information." (empty: answer)."""
+        """Why to answer "Insufficient information." (empty: answer).
+
+        One look at the model's next-token distribution (its KV cache is reused by the answer)
+        gives P("Insufficient") and, for yes/no questions, P(No) against P(Yes).
+        """
         if not prepared.focus.lines:
             return "no evidence"
         if missing_date(question, docs):
             return "date not in sources"
-        if prepared.form.kind == "yesno":
-            return ""
         timings: dict[str, float] = {}
         logprobs = self.slm.next_token_logprobs(prepared.prompt, timings)
         prepared.timings.update(prefill=timings["prefill"], cached_tokens=timings["cached_tokens"])
+        if prepared.form.kind == "yesno":
+            self._yes_or_no(prepared, logprobs)
+            return ""
         prepared.p_abstain = float(np.exp(logprobs[self._no_answer]))
         return "model" if prepared.p_abstain >= self.abstain_threshold else ""
+
+    def _yes_or_no(self, prepared: Prepared, logprobs: np.ndarray) -> None:
+        # A 0.5B model says "No" whenever the evidence is spread over several chats: "No" must
+        # be clearly likelier than "Yes" (P(No | Yes or No) >= no_threshold) to be chosen.
+        yes, no = (float(np.exp(logprobs[self._ids(word)[0]])) for word in ("Yes", "No"))
+        prepared.p_no = no / (yes + no) if yes + no > 0 else 0.5
+        prepared.form = Form("yesno", ("No",) if prepared.p_no >= self.no_threshold else ("Yes",))
 
     def _mask(self, form: Form):
         return start_mask(form.starts, self._ids) if form.starts else None
@@ -249,7 +264,7 @@ class FocusedAnswerer:
         if prepared.abstain or text.startswith(prompts.NO_ANSWER[:12]):
             return prompts.NO_ANSWER
         if ONLY_CITATIONS.match(text) and prepared.focus.lines:
-            best = max(prepared.focus.lines, key=lambda l: l.score)
+            best = max(prepared.focus.lines, key=lambda ln: ln.score)
             text = best.text
         if not CITATION.search(text):
             text = f"{text.rstrip()} [{self._source_of(text, prepared.focus)}]"
@@ -259,7 +274,7 @@ class FocusedAnswerer:
         # The source whose lines share the most words with the answer (ties: the first).
         words = set(re.findall(r"\w+", text.lower()))
         overlap = [len(words & set(re.findall(r"\w+", (doc.header + " " + " ".join(
-            l.text for l in lines)).lower()))) for doc, lines in focus.sources]
+            ln.text for ln in lines)).lower()))) for doc, lines in focus.sources]
         return int(np.argmax(overlap)) + 1 if overlap else 1
 
     def _ids(self, text: str) -> list[int]:
@@ -274,7 +289,7 @@ class FocusedAnswerer:
 
 def _details(prepared: Prepared) -> dict[str, Any]:
     return {"stage": "focused", "form": prepared.form.kind, "starts": len(prepared.form.starts),
-            "abstain": prepared.abstain, "p_abstain": prepared.p_abstain}
+            "abstain": prepared.abstain, "p_abstain": prepared.p_abstain, "p_no": prepared.p_no}
 
 
 MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",

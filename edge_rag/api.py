@@ -183,7 +183,8 @@ class EdgeRAG:
             return Answerer(self.slm, settings.context_token_budget, settings.answer_max_tokens)
         evidence = Evidence(self.embedder.embed, self._document_texts)
         return FocusedAnswerer(self.slm, evidence, settings.focus_tokens,
-                               settings.focus_max_new_tokens, settings.abstain_threshold)
+                               settings.focus_max_new_tokens, settings.abstain_threshold,
+                               settings.no_threshold)
 
     def _document_texts(self, doc_id: str) -> list[str]:
         return [chunk.text for chunk in self.store.document_chunks(doc_id)]

@@ -252,7 +252,7 @@ def _ask(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
     with _open(args) as rag:
-        rag.slm, rag.embedder  # load both before the first question  # noqa: B018
+        _ = (rag.slm, rag.embedder)  # load both before the first question
         if interactive:
             print(f"edge-rag chat: {args.index} ({args.method}); Ctrl-D to quit", file=sys.stderr)
         while True:

@@ -42,6 +42,7 @@ class Settings:
     focus_tokens: int = 240
     focus_max_new_tokens: int = 40
     abstain_threshold: float = 0.3
+    no_threshold: float = 0.8
     vector_dtype: str = "f16"
     threads: int = 0
     ort_memory_arena: bool = True
@@ -114,8 +115,8 @@ class Settings:
         _check(self.memory_policy in ("refuse", "degrade"), "memory_policy must be refuse or degrade")
         _check(self.planner in PLANNERS, f"planner must be one of {PLANNERS}")
         _check(self.planner_fallback in FIXED_METHODS, f"planner_fallback must be one of {FIXED_METHODS}")
-        for name in ("abstain_threshold", "planner_threshold", "aggregate_tau", "aggregate_lambda", "aggregate_delta",
-                     "aggregate_merge", "lr_alpha"):
+        for name in ("abstain_threshold", "no_threshold", "planner_threshold", "aggregate_tau",
+                     "aggregate_lambda", "aggregate_delta", "aggregate_merge", "lr_alpha"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be within [0, 1]")
 
     @property

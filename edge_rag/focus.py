@@ -77,7 +77,7 @@ class Focus:
 
     def text(self) -> str:
         """Every chosen line with its header, for searching spans and names."""
-        return "\n".join(doc.header + "\n" + "\n".join(l.text for l in lines)
+        return "\n".join(doc.header + "\n" + "\n".join(ln.text for ln in lines)
                          for doc, lines in self.sources)
 
 
@@ -132,15 +132,15 @@ def choose(question: str, docs: list[SourceDoc], embed: Callable[[list[str]], np
     if not lines:
         return Focus()
     _score(question, lines, docs, embed)
-    chosen = _fill(sorted(lines, key=lambda l: -l.score), cut, budget)
+    chosen = _fill(sorted(lines, key=lambda ln: -ln.score), cut, budget)
     return _group(chosen, docs)
 
 
 def _score(question: str, lines: list[Line], docs: list[SourceDoc],
            embed: Callable[[list[str]], np.ndarray]) -> None:
     # Passage sentences are embedded with their title: "He directed ..." needs its subject.
-    texts = [question] + [(docs[l.doc].header + ": " if not docs[l.doc].chat else "") + l.text
-                          for l in lines]
+    texts = [question] + [(docs[ln.doc].header + ": " if not docs[ln.doc].chat else "") + ln.text
+                          for ln in lines]
     vectors = embed(texts)
     cosine = vectors[1:] @ vectors[0]
     words = content_words(question)
@@ -166,9 +166,9 @@ def _fill(ranked: list[Line], cut: Callable[[str, int], tuple[str, int]], budget
 
 def _group(chosen: list[Line], docs: list[SourceDoc]) -> Focus:
     # Sources ordered by their best line; lines in document order, long ones cut.
-    order = list(dict.fromkeys(l.doc for l in chosen))
+    order = list(dict.fromkeys(ln.doc for ln in chosen))
     sources = []
     for d in order:
-        lines = sorted((l for l in chosen if l.doc == d), key=lambda l: l.position)
+        lines = sorted((ln for ln in chosen if ln.doc == d), key=lambda ln: ln.position)
         sources.append((docs[d], lines))
     return Focus(sources, chosen)

@@ -22,8 +22,8 @@ YES_NO = re.compile(r"^(?:question:\s*)?(?:did|does|do|is|are|was|were|has|have|
                     r"would|should)\b", re.IGNORECASE)
 WHO = re.compile(r"^(?:question:\s*)?(?:who|whom|whose)\b|\b(?:with|to|by) whom\b", re.IGNORECASE)
 TIME_QUESTION = re.compile(r"\bwhat time\b|\bat what time\b|\bwhat hour\b", re.IGNORECASE)
-WHEN = re.compile(r"^(?:question:\s*)?when\b|\b(?:what|which) (?:day|date|year|month)\b",
-                  re.IGNORECASE)
+WHEN = re.compile(r"^(?:question:\s*)?when\b|\b(?:what|which) (?:day|date|year|month)\b"
+                  r"|\bdate of (?:birth|death)\b", re.IGNORECASE)
 CHOICE = re.compile(r",\s*([^,?]+?)\s+or\s+([^,?]+?)\s*\?\s*$")
 CLOCK = r"(?:[01]?\d|2[0-3])(?::[0-5]\d)?"
 TIME = (rf"(?:(?:from|around|at) )?(?:{CLOCK}\s?(?:-|to)\s?)?{CLOCK}\s?(?:[ap]\.?m\b\.?)"
