@@ -18,7 +18,7 @@ import numpy as np
 
 from . import prompts
 from .focus import Focus, SourceDoc, choose, split_document
-from .forms import Form, answer_form, start_mask
+from .forms import Form, answer_form, answer_span, start_mask
 from .models.slm import SLM, GenerationConfig
 from .retrieve import Retrieval, RetrievedChunk
 
@@ -178,8 +178,10 @@ class FocusedAnswerer:
         """Choose the evidence, build the prompt, decide whether to abstain."""
         start = time.perf_counter()
         docs = self._documents(retrieval.chunks)
-        focus = choose(question, docs, self.evidence.embed, self._cut, self.context_tokens)
-        form = answer_form(question, focus.text(), any(d.chat for d in docs))
+        focus = choose(question, docs, self.evidence.embed, self._cut, self.context_tokens,
+                       answer_span(question))
+        best = [line.text for line in sorted(focus.lines, key=lambda line: -line.score)]
+        form = answer_form(question, focus.text(), any(d.chat for d in docs), best)
         user = prompts.focused_user(question, focus.render())
         prepared = Prepared(self.slm.chat(user, prompts.FOCUSED_SYSTEM), focus, form)
         prepared.timings["prompt_tokens"] = self.slm.count_tokens(prepared.prompt)
@@ -224,10 +226,12 @@ class FocusedAnswerer:
 
     def _documents(self, chunks: list[RetrievedChunk]) -> list[SourceDoc]:
         # One source per retrieved document, in retrieval order, read whole from the store.
-        first = {}
+        first: dict[str, RetrievedChunk] = {}
         for chunk in chunks:
             first.setdefault(chunk.doc_id, chunk)
-        return [split_document(c, self.evidence.document(d) or [c.text]) for d, c in first.items()]
+        hits = {d: [c.text for c in chunks if c.doc_id == d] for d in first}
+        return [split_document(c, self.evidence.document(d) or [c.text], hits[d])
+                for d, c in first.items()]
 
     def _abstain(self, question: str, docs: list[SourceDoc], prepared: Prepared) -> str:
         """Why to answer "Insufficient information." (empty: answer).

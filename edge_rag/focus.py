@@ -34,7 +34,10 @@ SPEAKER = re.compile(r"^([^\s:][^:\n]{0,40}?):\s+(\S.*)$")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")
 CONTENT_WORD = re.compile(r"[A-Za-z0-9][\w'\-]*")
 LEXICAL_WEIGHT = 0.3
+HIT_WEIGHT = 0.1
 RANK_WEIGHT = 0.05
+TYPE_WEIGHT = 0.1
+REPLY_DECAY = 0.05
 MAX_LINE_TOKENS = 64
 FUZZY_WORD = 85
 
@@ -58,6 +61,7 @@ class SourceDoc:
     header: str
     lines: list[str]
     chat: bool = False
+    hits: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -81,7 +85,8 @@ class Focus:
                          for doc, lines in self.sources)
 
 
-def split_document(chunk: RetrievedChunk, texts: Sequence[str]) -> SourceDoc:
+def split_document(chunk: RetrievedChunk, texts: Sequence[str],
+                   hits: Sequence[str] = ()) -> SourceDoc:
     """A document (given as its chunks' texts, in order) cut into lines under a header.
 
     Chunks overlap and cut lines in two: a line contained in a longer one is dropped.
@@ -90,10 +95,10 @@ def split_document(chunk: RetrievedChunk, texts: Sequence[str]) -> SourceDoc:
     header = CHAT_HEADER.match(raw[0]) if raw else None
     if header:
         lines = _whole_lines(raw[1:])
-        return SourceDoc(chunk, header.group(1), lines, chat=True)
+        return SourceDoc(chunk, header.group(1), lines, True, list(hits))
     title, body = (raw[0], raw[1:]) if len(raw) > 1 and len(raw[0].split()) <= 12 else ("", raw)
     sentences = [s for line in _whole_lines(body) for s in SENTENCE_END.split(line) if s.strip()]
-    return SourceDoc(chunk, title, sentences)
+    return SourceDoc(chunk, title, sentences, False, list(hits))
 
 
 def _whole_lines(lines: list[str]) -> list[str]:
@@ -111,19 +116,27 @@ def content_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w not in STOPWORDS | QUESTION_WORDS and len(w) > 2))
 
 
-def lexical_overlap(words: list[str], text: str) -> float:
-    """Share of the words found in the text (spelling variants allowed)."""
+def lexical_overlap(words: list[str], text: str, weights: dict[str, float] | None = None) -> float:
+    """Weighted share of the words found in the text (spelling variants allowed)."""
     if not words:
         return 0.0
     found = [w.lower() for w in CONTENT_WORD.findall(text)]
     if not found:
         return 0.0
     scores = process.cdist(words, found, scorer=fuzz.ratio, dtype=np.float32, workers=1)
-    return float((scores.max(axis=1) >= FUZZY_WORD).mean())
+    weight = np.array([(weights or {}).get(w, 1.0) for w in words])
+    return float(weight[scores.max(axis=1) >= FUZZY_WORD].sum() / weight.sum())
+
+
+def rarity(words: list[str], texts: list[str]) -> dict[str, float]:
+    """IDF of each word over the candidate lines: a name on every line tells little."""
+    lowered = [t.lower() for t in texts]
+    return {w: float(np.log(1 + len(texts) / (1 + sum(w in t for t in lowered)))) for w in words}
 
 
 def choose(question: str, docs: list[SourceDoc], embed: Callable[[list[str]], np.ndarray],
-           cut: Callable[[str, int], tuple[str, int]], budget: int) -> Focus:
+           cut: Callable[[str, int], tuple[str, int]], budget: int,
+           answer_span: re.Pattern[str] | None = None) -> Focus:
     """Score every line against the question and keep the best within ``budget`` tokens.
 
     ``cut(text, n)`` returns the text cut to at most ``n`` tokens and its token count.
@@ -132,6 +145,10 @@ def choose(question: str, docs: list[SourceDoc], embed: Callable[[list[str]], np
     if not lines:
         return Focus()
     _score(question, lines, docs, embed)
+    if answer_span is not None:
+        for line in lines:
+            line.score += TYPE_WEIGHT * bool(answer_span.search(line.text))
+    _carry_to_replies(lines, docs)
     chosen = _fill(sorted(lines, key=lambda ln: -ln.score), cut, budget)
     return _group(chosen, docs)
 
@@ -144,10 +161,24 @@ def _score(question: str, lines: list[Line], docs: list[SourceDoc],
     vectors = embed(texts)
     cosine = vectors[1:] @ vectors[0]
     words = content_words(question)
-    for line, cos in zip(lines, cosine):
-        context = line.text if docs[line.doc].chat else docs[line.doc].header + " " + line.text
-        line.score = float(cos) + LEXICAL_WEIGHT * lexical_overlap(words, context) \
-            - RANK_WEIGHT * line.doc
+    weights = rarity(words, texts[1:])
+    for line, cos, context in zip(lines, cosine, texts[1:]):
+        # Lines of the retrieved chunks themselves get a small bonus over the rest of the document.
+        hit = any(line.text in text for text in docs[line.doc].hits)
+        line.score = float(cos) + LEXICAL_WEIGHT * lexical_overlap(words, context, weights) \
+            + HIT_WEIGHT * hit - RANK_WEIGHT * line.doc
+
+
+def _carry_to_replies(lines: list[Line], docs: list[SourceDoc]) -> None:
+    # In a chat the answer is often the reply to the line that matches the question ("When can
+    # I come by?" - "Around 5:30 PM"): a message scores at least its predecessors' scores, less
+    # REPLY_DECAY per step back.
+    own = [line.score for line in lines]
+    for i, line in enumerate(lines):
+        if docs[line.doc].chat:
+            for back in (1, 2):
+                if i >= back and lines[i - back].doc == line.doc:
+                    line.score = max(line.score, own[i - back] - REPLY_DECAY * back)
 
 
 def _fill(ranked: list[Line], cut: Callable[[str, int], tuple[str, int]], budget: int) -> list[Line]:

@@ -26,7 +26,7 @@ WHEN = re.compile(r"^(?:question:\s*)?when\b|\b(?:what|which) (?:day|date|year|m
                   r"|\bdate of (?:birth|death)\b", re.IGNORECASE)
 CHOICE = re.compile(r",\s*([^,?]+?)\s+or\s+([^,?]+?)\s*\?\s*$")
 CLOCK = r"(?:[01]?\d|2[0-3])(?::[0-5]\d)?"
-TIME = (rf"(?:(?:from|around|at) )?(?:{CLOCK}\s?(?:-|to)\s?)?{CLOCK}\s?(?:[ap]\.?m\b\.?)"
+TIME = (rf"(?:(?:from|around|at|after|before|by|until) )?(?:{CLOCK}\s?(?:-|to)\s?)?{CLOCK}\s?(?:[ap]\.?m\b\.?)"
         rf"|(?:[01]?\d|2[0-3]):[0-5]\d|noon|midnight")
 DAY = (rf"(?:tomorrow|today|tonight|(?:this|next) (?:{WEEKDAYS}|week(?:end)?|morning|afternoon|"
        rf"evening)|(?:on )?(?:{WEEKDAYS})(?: (?:morning|afternoon|evening|night))?)")
@@ -39,6 +39,7 @@ NAME = re.compile(r"\b[A-Z][\w'\-]*(?:[ -](?:of |de |von |van |la |le )?[A-Z][\w
 NOT_NAME = re.compile(rf"(?:{MONTHS}|{WEEKDAYS}|[AP]M|OK|Hi|Hey|Thanks|Yes|No|Sure|Sounds|Great)\W*",
                       re.IGNORECASE)
 MAX_CANDIDATES = 40
+SPEAKER_LINE = re.compile(r"^([^\s:][^:\n]{0,40}?):\s")
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,12 @@ def question_kind(question: str) -> str:
     return "phrase"
 
 
-def answer_form(question: str, evidence: str, chat: bool) -> Form:
-    """The form of the answer to ``question`` given the evidence text it will read."""
+def answer_form(question: str, evidence: str, chat: bool, best: list[str] | None = None) -> Form:
+    """The form of the answer to ``question`` given the evidence text it will read.
+
+    ``best`` (the evidence lines, best first) narrows who-answers in chats: the speaker of the
+    best line, then names inside the best lines' messages.
+    """
     kind = question_kind(question)
     if kind == "yesno":
         return Form(kind, ("Yes", "No"))
@@ -73,13 +78,31 @@ def answer_form(question: str, evidence: str, chat: bool) -> Form:
         match = CHOICE.search(question)
         return Form(kind, (match.group(1).strip(), match.group(2).strip()) if match else ())
     if kind == "who":
-        return Form(kind, _names(evidence, chat))
+        # The question's own subject is not its answer ("Who invites Li Hua ...?").
+        asked = _compact(question)
+        names = _best_names(best) if chat and best else _names(evidence, chat)
+        return Form(kind, tuple(n for n in names if _compact(n) not in asked))
     if kind in ("time", "when"):
-        spans = [m.group().strip() for m in TIME_SPAN.finditer(evidence)]
+        # A past event of a chat is dated by the chat ("When did ...?"); a planned one by what
+        # the messages say ("When does/will ...?").
+        past = re.search(r"^(?:question:\s*)?when (?:did|was|were)\b", question, re.IGNORECASE)
+        spans = [] if past else [m.group().strip() for m in TIME_SPAN.finditer(evidence)]
         if kind == "when":
-            spans += STAMP.findall(evidence) + [m.group() for m in DATE.finditer(evidence)]
+            spans += STAMP.findall(evidence) if past or not spans else []
+            spans += [m.group() for m in DATE.finditer(evidence)]
         return Form(kind, _unique(spans))
     return Form(kind)
+
+
+def answer_span(question: str) -> re.Pattern[str] | None:
+    """What a line holding the answer contains, for time and when questions (TR's K_a)."""
+    return TIME_SPAN if question_kind(question) in ("time", "when") else None
+
+
+def _best_names(best: list[str], lines: int = 3) -> tuple[str, ...]:
+    speakers = [m.group(1) for m in (SPEAKER_LINE.match(line) for line in best[:lines]) if m]
+    inside = [line.split(":", 1)[-1] for line in best[:lines]]
+    return _unique(speakers[:1] + list(_names("\n".join(inside), False)) + speakers[1:])
 
 
 def _names(evidence: str, chat: bool) -> tuple[str, ...]:
@@ -89,6 +112,10 @@ def _names(evidence: str, chat: bool) -> tuple[str, ...]:
     names = [s for s in speakers + spans if s.lower() not in STOPWORDS and not s.isdigit()
              and not STAMP.fullmatch(s) and not NOT_NAME.fullmatch(s)]
     return _unique(names)
+
+
+def _compact(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
 def _unique(spans: list[str]) -> tuple[str, ...]:

@@ -30,10 +30,9 @@ def answer_user(question: str, sources: list[tuple[str, str]]) -> str:
 FOCUSED_PROMPT_VERSION = "1"
 
 FOCUSED_SYSTEM = (
-    "Answer the question from the numbered sources (chat messages under their date, or "
-    "passages under their title). Copy a name, time, date or short phrase from the sources and "
-    "cite it like [1]. Start a yes/no answer with Yes or No. If the sources do not contain the "
-    f"answer, reply exactly: {NO_ANSWER}"
+    "Answer the question with a short phrase copied from the numbered sources (chat messages "
+    "under their date, or passages under their title), then cite its source like [1]. If the "
+    f"sources do not contain the answer, reply exactly: {NO_ANSWER}"
 )
 
 FOCUSED_USER = "Sources:\n{sources}\n\nQuestion: {question}"
