@@ -26,8 +26,8 @@ WHEN = re.compile(r"^(?:question:\s*)?when\b|\b(?:what|which) (?:day|date|year|m
                   r"|\bdate of (?:birth|death)\b", re.IGNORECASE)
 CHOICE = re.compile(r",\s*([^,?]+?)\s+or\s+([^,?]+?)\s*\?\s*$")
 CLOCK = r"(?:[01]?\d|2[0-3])(?::[0-5]\d)?"
-TIME = (rf"(?:(?:from|around|at|after|before|by|until) )?(?:{CLOCK}\s?(?:-|to)\s?)?{CLOCK}\s?(?:[ap]\.?m\b\.?)"
-        rf"|(?:[01]?\d|2[0-3]):[0-5]\d|noon|midnight")
+TIME = (rf"(?:(?:from|around|at|after|before|by|until) )?(?:{CLOCK}\s?(?:-|to)\s?)?{CLOCK}"
+        rf"\s?(?:[ap]\.?m\b\.?)|(?:[01]?\d|2[0-3]):[0-5]\d|noon|midnight")
 DAY = (rf"(?:tomorrow|today|tonight|(?:this|next) (?:{WEEKDAYS}|week(?:end)?|morning|afternoon|"
        rf"evening)|(?:on )?(?:{WEEKDAYS})(?: (?:morning|afternoon|evening|night))?)")
 TIME_SPAN = re.compile(rf"\b(?:(?:{DAY})\s+(?:at|around|from|by)\s+)?(?:{TIME})"
