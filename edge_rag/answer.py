@@ -19,6 +19,7 @@ import numpy as np
 from . import prompts
 from .focus import Focus, SourceDoc, choose, split_document
 from .forms import Form, answer_form, answer_span, start_mask
+from .models.constraints import TokenMask
 from .models.slm import SLM, GenerationConfig
 from .retrieve import Retrieval, RetrievedChunk
 
@@ -173,6 +174,7 @@ class FocusedAnswerer:
         self.no_threshold = no_threshold
         self.config = GenerationConfig(max_new_tokens=max_new_tokens, stop=("<|im_end|>", "\n"))
         self._no_answer = self._ids("Insufficient")[0]
+        self._open_ids: np.ndarray | None = None
 
     def prepare(self, question: str, retrieval: Retrieval) -> Prepared:
         """Choose the evidence, build the prompt, decide whether to abstain."""
@@ -259,13 +261,26 @@ class FocusedAnswerer:
         prepared.p_no = no / (yes + no) if yes + no > 0 else 0.5
         prepared.form = Form("yesno", ("No",) if prepared.p_no >= self.no_threshold else ("Yes",))
 
-    def _mask(self, form: Form):
-        return start_mask(form.starts, self._ids) if form.starts else None
+    def _mask(self, form: Form) -> TokenMask | None:
+        if form.starts:
+            return start_mask(form.starts, self._ids)
+        # A free answer opens neither with a citation (it would copy a source header) nor with
+        # "Insufficient": abstaining was decided before, by the threshold.
+        return TokenMask(lambda step, ids: self._open_tokens() if step == 0 else None)
+
+    def _open_tokens(self) -> np.ndarray:
+        if self._open_ids is None:
+            vocab = self.slm.tokenizer.get_vocab()
+            bracket = {i for token, i in vocab.items() if token.lstrip("Ġ▁ ").startswith("[")}
+            bracket.add(self._no_answer)
+            self._open_ids = np.array(sorted(set(range(self.slm.tokenizer.get_vocab_size()))
+                                             - bracket))
+        return self._open_ids
 
     def _finish(self, text: str, prepared: Prepared) -> str:
         """The answer as shown: abstention, or text that cites a source and is not only citations."""
         text = text.strip()
-        if prepared.abstain or text.startswith(prompts.NO_ANSWER[:12]):
+        if prepared.abstain:
             return prompts.NO_ANSWER
         if ONLY_CITATIONS.match(text) and prepared.focus.lines:
             best = max(prepared.focus.lines, key=lambda ln: ln.score)

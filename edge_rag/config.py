@@ -40,8 +40,8 @@ class Settings:
     answer_max_tokens: int = 96
     answer_stage: str = "focused"
     focus_tokens: int = 240
-    focus_max_new_tokens: int = 40
-    abstain_threshold: float = 0.3
+    focus_max_new_tokens: int = 32
+    abstain_threshold: float = 0.25
     no_threshold: float = 0.8
     vector_dtype: str = "f16"
     threads: int = 0
