@@ -44,7 +44,7 @@ def test_stream_gives_the_same_answer_as_ask(lihua_index, slm):
 
 
 def test_context_is_trimmed_to_the_budget_not_the_question(lihua_index, slm):
-    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, context_token_budget=64,
+    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, context_token_budget=64, answer_stage="plain",
                       answer_max_tokens=8) as rag:
         answer = rag.ask("What time does Li Hua check in with Adam?", top_k=10)
     assert len(answer.sources) < 10
