@@ -206,11 +206,13 @@ class FocusedAnswerer:
                       retrieval, _details(prepared))
 
     def stream(self, question: str, retrieval: Retrieval) -> AnswerStream:
-        """Generate the answer as a stream of text pieces."""
+        """Generate the answer as a stream of text pieces (first_token counts from the evidence
+        choice on, the look at the model's next-token distribution included)."""
+        started = time.perf_counter()
         prepared = self.prepare(question, retrieval)
         answer = Answer("", retrieval.method, prepared.chunks,
                         {**retrieval.timings_ms, **prepared.timings}, retrieval, _details(prepared))
-        return AnswerStream(self._pieces(prepared, answer.timings), answer, time.perf_counter())
+        return AnswerStream(self._pieces(prepared, answer.timings), answer, started)
 
     def _pieces(self, prepared: Prepared, timings: dict[str, float]) -> Iterator[str]:
         sent = ""
