@@ -2,12 +2,15 @@
 
     python -m benchmarks.answer_accuracy [--dataset lihua|2wiki] [--slm qwen2.5-coder-0.5b-int8]
                                          [--method vector] [--limit N] [--type Multi] [--no-weights]
+                                         [--stage focused|plain]
 
 A query is right when its normalised gold answer (or, on 2Wiki, one of its aliases) is contained
 in the normalised answer; a Null query is right when the answer says the information is missing.
 Token F1 and exact match (after dropping citations like "[1]") are the HotpotQA measures. Answers
 are cached in benchmarks/results/cache/ keyed by query, method, model and prompt version, so
-reruns are cheap.
+reruns are cheap. ``--stage`` picks the answer stage (default: the profile's ``answer_stage``,
+``focused``); abstention precision and recall (Null vs answerable queries), the median prompt
+and prefill and answers that are only citations are reported too.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ import time
 from pathlib import Path
 
 from edge_rag import EdgeRAG, Settings
-from edge_rag.prompts import PROMPT_VERSION
+from edge_rag.prompts import FOCUSED_PROMPT_VERSION, PROMPT_VERSION
 from edge_rag.retrieve import RETRIEVAL_VERSION
 
-from .common import RESULTS, markdown_table, peak_rss_mb, write_result
+from .common import RESULTS, markdown_table, peak_rss_mb, percentiles, write_result
 from .datasets import DATASETS, open_index
 
 MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|specif|say|include)"
@@ -32,6 +35,8 @@ MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|s
                      r"|unknown|not (?:available|known)")
 
 ANSWER_FIELDS = ("top_k", "context_token_budget", "answer_max_tokens", "slm_context_tokens")
+FOCUSED_FIELDS = ("answer_stage", "focus_tokens", "focus_max_new_tokens", "abstain_threshold",
+                  "no_threshold")
 GRAPH_FIELDS = ("graph_entities", "graph_relations", "lr_alpha", "tr_hops",
                 "graph_support_weight", "graph_support_spread", "keyword_extractor")
 CITATION = re.compile(r"\[\d+(?:,\s*\d+)*\]")
@@ -94,18 +99,26 @@ def main(argv: list[str] | None = None) -> int:
     queries = stratified(dataset.queries(), args.limit)
     queries = [q for q in queries if args.type in (None, q["type"])]
     method = args.method + ("" if args.use_weights else "-noweights")
-    cached = sum(q["id"] in _load_cache(cache_path(args.dataset, args.slm, method)) for q in queries)
-    with open_index(dataset, slm=args.slm, use_weights=args.use_weights) as rag:
+    overrides = {"slm": args.slm, "use_weights": args.use_weights, "answer_stage": args.stage}
+    settings = Settings.load(None, **overrides)
+    cached = sum(q["id"] in _load_cache(cache_path(args.dataset, args.slm, method, settings))
+                 for q in queries)
+    with open_index(dataset, **overrides) as rag:
         rows = answer_all(rag, args.dataset, queries, args.method, args.slm)
     summary = _summary(rows)
+    stage = _stage_summary(rows)
+    print(json.dumps(stage))
     headers = ["type", "queries", "accuracy", "exact_match", "token_f1", "retrieve_ms", "prefill_ms",
                "decode_ms"]
     print(markdown_table(headers, [[t, *(s[h] for h in headers[1:])] for t, s in summary.items()]))
     # Peak RSS means something only when this run loaded the SLM (not every answer cached).
     payload = {"dataset": args.dataset, "slm": args.slm, "method": method, "limit": args.limit,
-               "summary": summary, "answers_from_cache": cached,
+               "answer_stage": settings.answer_stage,
+               "settings": {f: getattr(settings, f) for f in ANSWER_FIELDS + FOCUSED_FIELDS},
+               "summary": summary, "stage": stage, "answers_from_cache": cached,
                "peak_rss_mb": round(peak_rss_mb(), 1), "answers": rows}
-    suffix = (f"_limit{args.limit}" if args.limit else "") + (f"_{args.type}" if args.type else "")
+    suffix = ("-focused" if settings.answer_stage == "focused" else "") + (
+        f"_limit{args.limit}" if args.limit else "") + (f"_{args.type}" if args.type else "")
     tag = "" if args.dataset == "lihua" else f"{args.dataset}-"
     print(f"wrote {write_result(f'answer_accuracy_{tag}{args.slm}_{method}{suffix}', payload)}")
     return 0
@@ -124,6 +137,9 @@ def cache_path(dataset: str, slm: str, method: str, settings: Settings | None = 
     shape: list = [getattr(settings, f) for f in fields]
     if method.split("-")[0] in ("local", "dual", "topology", "ppr"):
         shape += [RETRIEVAL_VERSION, *(getattr(settings, f) for f in GRAPH_FIELDS)]
+    if settings.answer_stage != "plain":
+        # The plain stage keeps the fingerprint it always had, so its old answers stay valid.
+        shape += [FOCUSED_PROMPT_VERSION, *(getattr(settings, f) for f in FOCUSED_FIELDS)]
     method += "-s" + hashlib.sha256(repr(shape).encode()).hexdigest()[:6]
     return RESULTS / "cache" / f"answers-{tag}{slm}-{method}-p{PROMPT_VERSION}.jsonl"
 
@@ -143,7 +159,10 @@ def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Pat
         cache[query["id"]] = {"id": query["id"], "answer": answer.text,
                               "retrieve_ms": round(retrieve, 1),
                               "prefill_ms": round(answer.timings.get("prefill", 0.0), 1),
-                              "decode_ms": round(answer.timings.get("decode", 0.0), 1)}
+                              "decode_ms": round(answer.timings.get("decode", 0.0), 1),
+                              "prompt_tokens": answer.timings.get("prompt_tokens"),
+                              "cached_tokens": answer.timings.get("cached_tokens"),
+                              **{k: answer.details.get(k) for k in ("form", "abstain", "p_abstain", "p_no")}}
         with open(cache_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(cache[query["id"]]) + "\n")
         print(f"[{time.strftime('%H:%M:%S')}] {query['id']} {query['type']}: {answer.text[:80]!r}",
@@ -176,6 +195,28 @@ def _summary(rows: list[dict]) -> dict:
     return out
 
 
+def _stage_summary(rows: list[dict]) -> dict:
+    """Abstention precision/recall (Null vs answerable), prompt and prefill medians, citation-only
+    answers."""
+    abstained = [r for r in rows if MISSING.search(r["answer"].lower())]
+    nulls = [r for r in rows if r["type"] == "Null"]
+    answerable = len(rows) - len(nulls)
+    right = sum(r["type"] == "Null" for r in abstained)
+    prompts = [r["prompt_tokens"] for r in rows if r.get("prompt_tokens") is not None]
+    return {"abstained": len(abstained),
+            "abstention_precision": round(right / len(abstained), 4) if abstained else None,
+            "abstention_recall": round(right / len(nulls), 4) if nulls else None,
+            "false_abstention": round((len(abstained) - right) / answerable, 4) if answerable else None,
+            "only_citations": sum(bool(ONLY_CITATIONS.match(r["answer"])) for r in rows),
+            "prompt_tokens": percentiles(prompts, 0) if prompts else None,
+            "prefill_ms": percentiles([r["prefill_ms"] for r in rows]),
+            "forms": {f: sum(r.get("form") == f for r in rows)
+                      for f in sorted({str(r.get("form")) for r in rows})}}
+
+
+ONLY_CITATIONS = re.compile(r"^[\s\[\]\d,.;:-]*$")
+
+
 def _load_cache(path: Path) -> dict:
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.is_file():
@@ -190,6 +231,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--method", default="vector", help="retrieval method")
     parser.add_argument("--limit", type=int, default=None, help="type-stratified subset size")
     parser.add_argument("--type", default=None, help="only queries of this type (Single, Multi, Null)")
+    parser.add_argument("--stage", default=None, choices=("focused", "plain"),
+                        help="answer stage (default: the profile's answer_stage)")
     parser.add_argument("--no-weights", dest="use_weights", action="store_false",
                         help="the -Weights ablation (use_weights=false)")
     return parser

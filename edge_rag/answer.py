@@ -1,15 +1,30 @@
-"""Grounded answering: fit retrieved chunks into the SLM's window, number them, generate."""
+"""Grounded answering: fit the evidence into the SLM's window, number it, generate.
+
+Two stages (setting ``answer_stage``): ``plain`` numbers the retrieved chunks as they are;
+``focused`` (the default) shows the model only the best lines of the retrieved documents
+(``focus``), constrains the start of the answer by question type (``forms``), abstains on
+evidence, and makes sure the answer cites a source and is more than citations.
+"""
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from . import prompts
+from .focus import Focus, SourceDoc, choose, split_document
+from .forms import Form, answer_form, answer_span, start_mask
+from .models.constraints import TokenMask
 from .models.slm import SLM, GenerationConfig
 from .retrieve import Retrieval, RetrievedChunk
+
+CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
+ONLY_CITATIONS = re.compile(r"^[\s\[\]\d,.;:-]*$")
 
 CHAT_OVERHEAD_TOKENS = 32
 
@@ -23,6 +38,7 @@ class Answer:
     sources: list[RetrievedChunk] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     retrieval: Retrieval | None = field(default=None, repr=False)
+    details: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's ``ask --json`` shape."""
@@ -78,7 +94,8 @@ class Answerer:
         """Generate the whole answer."""
         prompt, used = self.prompt(question, retrieval)
         result = self.slm.generate(prompt, self.config)
-        timings = {**retrieval.timings_ms, "prefill": result.prefill_ms, "decode": result.decode_ms}
+        timings = {**retrieval.timings_ms, "prefill": result.prefill_ms, "decode": result.decode_ms,
+                   "prompt_tokens": result.prompt_tokens, "cached_tokens": result.cached_tokens}
         return Answer(result.text.strip(), retrieval.method, used, timings, retrieval)
 
     def stream(self, question: str, retrieval: Retrieval) -> AnswerStream:
@@ -111,3 +128,217 @@ class Answerer:
 
 def _short(source: str) -> str:
     return source.rsplit("/", 1)[-1]
+
+
+@dataclass
+class Evidence:
+    """What the focused stage reads besides the SLM: the embedder and the stored documents."""
+
+    embed: Callable[[list[str]], np.ndarray]
+    document: Callable[[str], list[str]]
+
+
+@dataclass
+class Prepared:
+    """A focused prompt with what went into it and whether to abstain instead."""
+
+    prompt: str
+    focus: Focus
+    form: Form
+    abstain: str = ""
+    p_abstain: float | None = None
+    p_no: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def chunks(self) -> list[RetrievedChunk]:
+        """The chunk standing for each numbered source, [1] first."""
+        return [doc.chunk for doc, _ in self.focus.sources]
+
+
+class FocusedAnswerer:
+    """The focused answer stage: best lines within a token budget, answer forms, abstention.
+
+    Abstention ("Insufficient information.") is decided from evidence before generating:
+    a date the question names that no retrieved document has, or the model's own probability
+    of starting the answer with "Insufficient" at or above ``abstain_threshold``. A yes/no
+    answer starts with "No" only when P(No | Yes or No) is at least ``no_threshold``.
+    """
+
+    def __init__(self, slm: SLM, evidence: Evidence, context_tokens: int, max_new_tokens: int,
+                 abstain_threshold: float, no_threshold: float = 0.5) -> None:
+        self.slm = slm
+        self.evidence = evidence
+        self.context_tokens = context_tokens
+        self.abstain_threshold = abstain_threshold
+        self.no_threshold = no_threshold
+        self.config = GenerationConfig(max_new_tokens=max_new_tokens, stop=("<|im_end|>", "\n"))
+        self._no_answer = self._ids("Insufficient")[0]
+        self._open_ids: np.ndarray | None = None
+
+    def prepare(self, question: str, retrieval: Retrieval) -> Prepared:
+        """Choose the evidence, build the prompt, decide whether to abstain."""
+        start = time.perf_counter()
+        docs = self._documents(retrieval.chunks)
+        focus = choose(question, docs, self.evidence.embed, self._cut, self.context_tokens,
+                       answer_span(question))
+        best = [line.text for line in sorted(focus.lines, key=lambda line: -line.score)]
+        form = answer_form(question, focus.text(), any(d.chat for d in docs), best)
+        user = prompts.focused_user(question, focus.render())
+        prepared = Prepared(self.slm.chat(user, prompts.FOCUSED_SYSTEM), focus, form)
+        prepared.timings["prompt_tokens"] = self.slm.count_tokens(prepared.prompt)
+        prepared.timings["focus"] = (time.perf_counter() - start) * 1000
+        prepared.abstain = self._abstain(question, docs, prepared)
+        return prepared
+
+    def answer(self, question: str, retrieval: Retrieval) -> Answer:
+        """Generate the whole answer."""
+        prepared = self.prepare(question, retrieval)
+        timings = {**retrieval.timings_ms, **prepared.timings}
+        text = ""
+        if not prepared.abstain:
+            result = self.slm.generate(prepared.prompt, self.config, self._mask(prepared.form))
+            timings["prefill"] = timings.get("prefill", 0.0) + result.prefill_ms
+            timings["decode"] = result.decode_ms
+            timings.setdefault("cached_tokens", result.cached_tokens)
+            text = result.text
+        return Answer(self._finish(text, prepared), retrieval.method, prepared.chunks, timings,
+                      retrieval, _details(prepared))
+
+    def stream(self, question: str, retrieval: Retrieval) -> AnswerStream:
+        """Generate the answer as a stream of text pieces (first_token counts from the evidence
+        choice on, the look at the model's next-token distribution included)."""
+        started = time.perf_counter()
+        prepared = self.prepare(question, retrieval)
+        answer = Answer("", retrieval.method, prepared.chunks,
+                        {**retrieval.timings_ms, **prepared.timings}, retrieval, _details(prepared))
+        return AnswerStream(self._pieces(prepared, answer.timings), answer, started)
+
+    def _pieces(self, prepared: Prepared, timings: dict[str, float]) -> Iterator[str]:
+        sent = ""
+        if not prepared.abstain:
+            generated: dict[str, float] = {}
+            for piece in self.slm.stream(prepared.prompt, self.config, self._mask(prepared.form),
+                                         generated):
+                sent += piece
+                yield piece
+            timings["prefill"] = timings.get("prefill", 0.0) + generated.get("prefill", 0.0)
+            timings["decode"] = generated.get("decode", 0.0)
+            timings.setdefault("cached_tokens", generated.get("cached_tokens", 0))
+        final = self._finish(sent, prepared)
+        yield final[len(sent):] if final.startswith(sent) else " " + final
+
+    def _documents(self, chunks: list[RetrievedChunk]) -> list[SourceDoc]:
+        # One source per retrieved document, in retrieval order, read whole from the store.
+        first: dict[str, RetrievedChunk] = {}
+        for chunk in chunks:
+            first.setdefault(chunk.doc_id, chunk)
+        hits = {d: [c.text for c in chunks if c.doc_id == d] for d in first}
+        return [split_document(c, self.evidence.document(d) or [c.text], hits[d])
+                for d, c in first.items()]
+
+    def _abstain(self, question: str, docs: list[SourceDoc], prepared: Prepared) -> str:
+        """Why to answer "Insufficient information." (empty: answer).
+
+        One look at the model's next-token distribution (its KV cache is reused by the answer)
+        gives P("Insufficient") and, for yes/no questions, P(No) against P(Yes).
+        """
+        if not prepared.focus.lines:
+            return "no evidence"
+        if missing_date(question, docs):
+            return "date not in sources"
+        timings: dict[str, float] = {}
+        logprobs = self.slm.next_token_logprobs(prepared.prompt, timings)
+        prepared.timings.update(prefill=timings["prefill"], cached_tokens=timings["cached_tokens"])
+        if prepared.form.kind == "yesno":
+            self._yes_or_no(prepared, logprobs)
+            return ""
+        prepared.p_abstain = float(np.exp(logprobs[self._no_answer]))
+        return "model" if prepared.p_abstain >= self.abstain_threshold else ""
+
+    def _yes_or_no(self, prepared: Prepared, logprobs: np.ndarray) -> None:
+        # A 0.5B model says "No" whenever the evidence is spread over several chats: "No" must
+        # be clearly likelier than "Yes" (P(No | Yes or No) >= no_threshold) to be chosen.
+        yes, no = (float(np.exp(logprobs[self._ids(word)[0]])) for word in ("Yes", "No"))
+        prepared.p_no = no / (yes + no) if yes + no > 0 else 0.5
+        prepared.form = Form("yesno", ("No",) if prepared.p_no >= self.no_threshold else ("Yes",))
+
+    def _mask(self, form: Form) -> TokenMask | None:
+        if form.starts:
+            return start_mask(form.starts, self._ids)
+        # A free answer opens neither with a citation (it would copy a source header) nor with
+        # "Insufficient": abstaining was decided before, by the threshold.
+        return TokenMask(lambda step, ids: self._open_tokens() if step == 0 else None)
+
+    def _open_tokens(self) -> np.ndarray:
+        if self._open_ids is None:
+            vocab = self.slm.tokenizer.get_vocab()
+            bracket = {i for token, i in vocab.items() if token.lstrip("Ġ▁ ").startswith("[")}
+            bracket.add(self._no_answer)
+            self._open_ids = np.array(sorted(set(range(self.slm.tokenizer.get_vocab_size()))
+                                             - bracket))
+        return self._open_ids
+
+    def _finish(self, text: str, prepared: Prepared) -> str:
+        """The answer as shown: abstention, or text that cites a source and is not only citations."""
+        text = text.strip()
+        if prepared.abstain:
+            return prompts.NO_ANSWER
+        if ONLY_CITATIONS.match(text) and prepared.focus.lines:
+            best = max(prepared.focus.lines, key=lambda ln: ln.score)
+            text = best.text
+        if not CITATION.search(text):
+            text = f"{text.rstrip()} [{self._source_of(text, prepared.focus)}]"
+        return text
+
+    def _source_of(self, text: str, focus: Focus) -> int:
+        # The source whose lines share the most words with the answer (ties: the first).
+        words = set(re.findall(r"\w+", text.lower()))
+        overlap = [len(words & set(re.findall(r"\w+", (doc.header + " " + " ".join(
+            ln.text for ln in lines)).lower()))) for doc, lines in focus.sources]
+        return int(np.argmax(overlap)) + 1 if overlap else 1
+
+    def _ids(self, text: str) -> list[int]:
+        return self.slm.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def _cut(self, text: str, tokens: int) -> tuple[str, int]:
+        encoding = self.slm.tokenizer.encode(text, add_special_tokens=False)
+        if len(encoding.ids) <= tokens:
+            return text, len(encoding.ids)
+        return text[: encoding.offsets[tokens - 1][1]] + "…", tokens + 1
+
+
+def _details(prepared: Prepared) -> dict[str, Any]:
+    return {"stage": "focused", "form": prepared.form.kind, "starts": len(prepared.form.starts),
+            "abstain": prepared.abstain, "p_abstain": prepared.p_abstain, "p_no": prepared.p_no}
+
+
+MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
+               "september", "october", "november", "december")
+STAMP_DATE = re.compile(r"\b20\d\d(\d\d)(\d\d)(?:_|\b)")
+MONTH_DAY = re.compile(r"\b(" + "|".join(MONTH_NAMES) + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b"
+                       r"|\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(" + "|".join(MONTH_NAMES) + r")\b",
+                       re.IGNORECASE)
+ORDINAL_DAY = re.compile(r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b", re.IGNORECASE)
+
+
+def dates_in(text: str) -> set[tuple[int, int]]:
+    """(month, day) pairs a text names: 20260403 stamps and "April 3" / "3 April" dates;
+    month 0 for a bare "the 9th"."""
+    found = {(int(m), int(d)) for m, d in STAMP_DATE.findall(text)}
+    for match in MONTH_DAY.finditer(text):
+        month = match.group(1) or match.group(4)
+        day = match.group(2) or match.group(3)
+        found.add((MONTH_NAMES.index(month.lower()) + 1, int(day)))
+    found |= {(0, int(d)) for d in ORDINAL_DAY.findall(text)}
+    return {(m, d) for m, d in found if 0 <= m <= 12 and 1 <= d <= 31}
+
+
+def missing_date(question: str, docs: list[SourceDoc]) -> bool:
+    """True when the question names a date and no retrieved document is from or mentions it."""
+    wanted = dates_in(question)
+    if not wanted:
+        return False
+    have = set().union(*(dates_in(d.header + "\n" + "\n".join(d.lines)) for d in docs)) if docs else set()
+    days = {d for _, d in have}
+    return not any((m, d) in have or (m == 0 and d in days) for m, d in wanted)

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, overload
 
-from .answer import Answer, Answerer, AnswerStream
+from .answer import Answer, Answerer, AnswerStream, Evidence, FocusedAnswerer
 from .budget import MemoryEstimate, estimate_memory, fit_to_budget
 from .config import Settings
 from .errors import BadDocument, ModelNotFound
@@ -181,9 +181,26 @@ class EdgeRAG:
         its ``.answer`` is complete once the iteration ends.
         """
         retrieval = self.retrieve(question, method=method, top_k=top_k)
-        answerer = Answerer(self.slm, self.settings.context_token_budget,
-                            self.settings.answer_max_tokens)
+        answerer = self.answerer
         return answerer.stream(question, retrieval) if stream else answerer.answer(question, retrieval)
+
+    @property
+    def answerer(self) -> Answerer | FocusedAnswerer:
+        """The answer stage of the ``answer_stage`` setting (``focused`` or ``plain``).
+
+        The SLM stays loaded and keeps the KV cache of the last prompt: the next question skips
+        the prefill of the fixed system prompt (``cached_tokens`` in the answer's timings).
+        """
+        settings = self.settings
+        if settings.answer_stage == "plain":
+            return Answerer(self.slm, settings.context_token_budget, settings.answer_max_tokens)
+        evidence = Evidence(self.embedder.embed, self._document_texts)
+        return FocusedAnswerer(self.slm, evidence, settings.focus_tokens,
+                               settings.focus_max_new_tokens, settings.abstain_threshold,
+                               settings.no_threshold)
+
+    def _document_texts(self, doc_id: str) -> list[str]:
+        return [chunk.text for chunk in self.store.document_chunks(doc_id)]
 
     @property
     def slm(self) -> SLM:

@@ -1,4 +1,4 @@
-"""The ``edge-rag`` command line: export, index, retrieve, ask, delete, documents, stats, graph."""
+"""The ``edge-rag`` command line: export, index, retrieve, ask, chat, delete, documents, stats, graph."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_index(commands)
     _add_retrieve(commands)
     _add_ask(commands)
+    _add_chat(commands)
     _add_delete(commands)
     _add_documents(commands)
     _add_stats(commands)
@@ -130,6 +131,22 @@ def _add_ask(commands: Any) -> None:
     _question(ask)
     ask.add_argument("--stream", action="store_true", help="print the answer as it is generated")
     ask.set_defaults(handler=_ask)
+
+
+def _add_chat(commands: Any) -> None:
+    chat = commands.add_parser("chat", help="answer questions in a loop with the models kept loaded",
+                               description="An interactive assistant: read one question per line "
+                               "from standard input, stream each answer with its sources and timings. "
+                               "The models load once and the SLM keeps the KV cache of the fixed "
+                               "system prompt, so later questions skip its prefill (cached_tokens). "
+                               "Ctrl-D (end of input) or /quit exits with 0; Ctrl-C during an answer "
+                               "stops that answer, Ctrl-C at the prompt exits with 130.")
+    chat.add_argument("--index", required=True, type=Path, metavar="DIR", help="index directory")
+    chat.add_argument("--profile", default=None, help="device profile name or TOML path")
+    chat.add_argument("--method", default="vector", choices=sorted(RETRIEVERS) + ["auto"],
+                      help="retrieval method; auto lets the planner choose (default: %(default)s)")
+    chat.add_argument("--top-k", type=int, default=None, help="chunks to retrieve (default: profile)")
+    chat.set_defaults(handler=_chat)
 
 
 def _add_delete(commands: Any) -> None:
@@ -237,6 +254,39 @@ def _ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _chat(args: argparse.Namespace) -> int:
+    interactive = sys.stdin.isatty()
+    with _open(args) as rag:
+        _ = (rag.slm, rag.embedder)  # load both before the first question
+        if interactive:
+            print(f"edge-rag chat: {args.index} ({args.method}); Ctrl-D to quit", file=sys.stderr)
+        while True:
+            try:
+                question = input("> " if interactive else "").strip()
+            except EOFError:
+                return 0
+            except KeyboardInterrupt:
+                print(file=sys.stderr)
+                return 130
+            if question in ("/quit", "/exit"):
+                return 0
+            if question:
+                _chat_answer(rag, question, args)
+
+
+def _chat_answer(rag: EdgeRAG, question: str, args: argparse.Namespace) -> None:
+    """Stream one answer, then its sources; Ctrl-C stops this answer only."""
+    stream = rag.ask(question, method=args.method, top_k=args.top_k, stream=True)
+    try:
+        for piece in stream:
+            print(piece, end="", flush=True)
+    except KeyboardInterrupt:
+        print(" [stopped]", flush=True)
+        return
+    print()
+    print(_sources_text(stream.answer), flush=True)
+
+
 def _delete(args: argparse.Namespace) -> int:
     with _open(args) as rag:
         removed = rag.delete(args.doc_id)
@@ -286,7 +336,8 @@ def _export_slm(args: argparse.Namespace) -> int:
 def _sources_text(answer: Answer) -> str:
     lines = [f"[{i}] {_printable(c.source)} (doc {c.doc_id}, chunk {c.chunk_id})"
              for i, c in enumerate(answer.sources, 1)]
-    timing = ", ".join(f"{k} {v:.0f} ms" for k, v in answer.timings.items())
+    timing = ", ".join(f"{k} {v:.0f}" + ("" if k.endswith("_tokens") else " ms")
+                       for k, v in answer.timings.items())
     plan = [_plan_text(answer.retrieval.plan)] if answer.retrieval and answer.retrieval.plan else []
     return "\n".join(["sources:", *lines, *plan, f"timings: {timing}"])
 

@@ -14,6 +14,7 @@ from .errors import SettingsError
 VECTOR_DTYPES = ("f32", "f16", "i8")
 EXTRACTORS = ("fast", "slm", "none")
 PLANNERS = ("head", "slm", "rules")
+ANSWER_STAGES = ("focused", "plain")
 FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr")
 PROFILE_DIR_ENV = "EDGE_RAG_PROFILES"
 HOME_ENV = "EDGE_RAG_HOME"
@@ -37,6 +38,11 @@ class Settings:
     slm_context_tokens: int = 2048
     context_token_budget: int = 1024
     answer_max_tokens: int = 96
+    answer_stage: str = "focused"
+    focus_tokens: int = 240
+    focus_max_new_tokens: int = 32
+    abstain_threshold: float = 0.25
+    no_threshold: float = 0.8
     vector_dtype: str = "f16"
     threads: int = 0
     ort_memory_arena: bool = True
@@ -82,6 +88,10 @@ class Settings:
         _check(self.context_token_budget >= 64, "context_token_budget must be at least 64")
         _check(1 <= self.answer_max_tokens < self.slm_context_tokens // 2,
                "answer_max_tokens must be >= 1 and below half of slm_context_tokens")
+        _check(self.answer_stage in ANSWER_STAGES, f"answer_stage must be one of {ANSWER_STAGES}")
+        _check(self.focus_tokens >= 32, "focus_tokens must be at least 32")
+        _check(1 <= self.focus_max_new_tokens < self.slm_context_tokens // 2,
+               "focus_max_new_tokens must be >= 1 and below half of slm_context_tokens")
         _check(self.vector_dtype in VECTOR_DTYPES, f"vector_dtype must be one of {VECTOR_DTYPES}")
         _check(self.threads >= 0, "threads must be >= 0 (0 = all cores)")
         _check(self.ort_graph_optimization in ("disable", "basic", "extended", "all"),
@@ -105,8 +115,8 @@ class Settings:
         _check(self.memory_policy in ("refuse", "degrade"), "memory_policy must be refuse or degrade")
         _check(self.planner in PLANNERS, f"planner must be one of {PLANNERS}")
         _check(self.planner_fallback in FIXED_METHODS, f"planner_fallback must be one of {FIXED_METHODS}")
-        for name in ("planner_threshold", "aggregate_tau", "aggregate_lambda", "aggregate_delta",
-                     "aggregate_merge", "lr_alpha"):
+        for name in ("abstain_threshold", "no_threshold", "planner_threshold", "aggregate_tau",
+                     "aggregate_lambda", "aggregate_delta", "aggregate_merge", "lr_alpha"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be within [0, 1]")
 
     @property

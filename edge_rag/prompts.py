@@ -25,6 +25,24 @@ def answer_user(question: str, sources: list[tuple[str, str]]) -> str:
     return ANSWER_USER.format(sources="\n\n".join(lines), question=question)
 
 
+# The focused answer stage (answer_stage = "focused"). The system prompt is a fixed prefix,
+# identical for every question, so its KV cache is reused across questions.
+FOCUSED_PROMPT_VERSION = "1"
+
+FOCUSED_SYSTEM = (
+    "Answer the question with a short phrase copied from the numbered sources (chat messages "
+    "under their date, or passages under their title), then cite its source like [1]. If the "
+    f"sources do not contain the answer, reply exactly: {NO_ANSWER}"
+)
+
+FOCUSED_USER = "Sources:\n{sources}\n\nQuestion: {question}"
+
+
+def focused_user(question: str, sources: str) -> str:
+    """The user turn of the focused stage: the rendered evidence, then the question."""
+    return FOCUSED_USER.format(sources=sources, question=question)
+
+
 PLANNER_SYSTEM = (
     "You choose how to search a private document collection before answering a question.\n"
     "A: no search, general knowledge is enough.\n"

@@ -1,5 +1,6 @@
 """Index → ask end to end with the real SLM, with every network socket refused."""
 
+import re
 import socket
 
 import pytest
@@ -43,7 +44,7 @@ def test_stream_gives_the_same_answer_as_ask(lihua_index, slm):
 
 
 def test_context_is_trimmed_to_the_budget_not_the_question(lihua_index, slm):
-    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, context_token_budget=64,
+    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, context_token_budget=64, answer_stage="plain",
                       answer_max_tokens=8) as rag:
         answer = rag.ask("What time does Li Hua check in with Adam?", top_k=10)
     assert len(answer.sources) < 10
@@ -65,3 +66,35 @@ def test_cli_ask_json(lihua_index, capsys, slm, monkeypatch):
     data = json.loads(capsys.readouterr().out)
     assert set(data) == {"answer", "method", "sources", "timings_ms", "plan"} and data["plan"] is None
     assert set(data["sources"][0]) == {"doc_id", "source", "chunk_id"}
+
+
+def test_chat_answers_questions_from_stdin_and_reuses_the_system_prompt(lihua_index, slm):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "EDGE_RAG_PROFILES": str(lihua_index.parent)}
+    (lihua_index.parent / "chat.toml").write_text(f'slm = "{SMALL_SLM}"\nfocus_max_new_tokens = 12\n')
+    questions = "What time does Li Hua check in with Adam about moving in?\n\nWho is Adam?\n"
+    done = subprocess.run([sys.executable, "-m", "edge_rag.cli", "chat", "--index", str(lihua_index),
+                           "--profile", "chat"], input=questions, capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.count("sources:") == 2 and "[1] " in out
+    cached = [int(n) for n in re.findall(r"cached_tokens (\d+)", out)]
+    assert len(cached) == 2 and cached[1] > 50  # the fixed system prompt at least
+
+
+def test_focused_answers_cite_a_source_and_plain_stage_stays_reachable(lihua_index, slm):
+    question = "What time does Li Hua check in with Adam about moving in?"
+    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, focus_max_new_tokens=16) as rag:
+        focused = rag.ask(question)
+        assert focused.details["stage"] == "focused" and focused.details["form"] == "time"
+        assert focused.text == "Insufficient information." or re.search(r"\[\d\]", focused.text)
+        assert re.sub(r"[\s\[\]\d,.]", "", focused.text)  # never only citations
+        assert focused.timings["prompt_tokens"] <= 400
+    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, answer_stage="plain",
+                      answer_max_tokens=8) as rag:
+        plain = rag.ask(question)
+    assert plain.timings["prompt_tokens"] > focused.timings["prompt_tokens"] and not plain.details

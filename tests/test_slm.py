@@ -96,3 +96,17 @@ def test_stream_never_shows_part_of_a_stop_string(slm):
     assert len(stop) == 4
     pieces = list(slm.stream(prompt, GenerationConfig(max_new_tokens=40, stop=(stop,))))
     assert "".join(pieces) == free[: free.index(stop)]
+
+
+def test_prefix_cache_skips_the_shared_prompt_and_keeps_the_answer(slm):
+    system = "You answer questions from the numbered sources in one short sentence."
+    first = slm.chat(CONTEXT, system)
+    other = slm.chat(CONTEXT.replace("When does the bakery open?", "Who buys croissants?"), system)
+    slm.generate(slm.chat("Say hello."), GREEDY)  # an unrelated prompt: little in common
+    cold = slm.generate(other, GREEDY)
+    slm.generate(first, GREEDY)
+    warm = slm.generate(other, GREEDY)
+    assert cold.cached_tokens < 10 < warm.cached_tokens < warm.prompt_tokens
+    assert warm.text == cold.text
+    again = slm.generate(other, GREEDY)
+    assert again.cached_tokens == again.prompt_tokens - 1 and again.text == cold.text

@@ -47,6 +47,7 @@ class Generation:
     finish_reason: str
     prefill_ms: float = 0.0
     decode_ms: float = 0.0
+    cached_tokens: int = 0
 
 
 @dataclass
@@ -82,6 +83,8 @@ class SLM:
         self._inputs = {i.name for i in self.session.get_inputs()}
         self._outputs = [o.name for o in self.session.get_outputs()]
         self._pieces: dict[int, str] = {}
+        # Prefix cache: the tokens and KV cache of the last single prompt prefilled.
+        self._prefix: tuple[list[int], list[ort.OrtValue]] | None = None
 
     @classmethod
     def from_path(cls, path: str | Path, threads: int = 0, context_tokens: int | None = None) -> SLM:
@@ -109,20 +112,35 @@ class SLM:
         return self.generate_batch([prompt], config, constraint)[0]
 
     def stream(self, prompt: str, config: GenerationConfig | None = None,
-               constraint: Constraint | TokenMask | None = None) -> Iterator[str]:
+               constraint: Constraint | TokenMask | None = None,
+               timings: dict[str, float] | None = None) -> Iterator[str]:
         """Yield the completion as text pieces.
 
         A piece never splits a UTF-8 character, and text that may be the start of a stop
-        string is held back until it is known not to be one.
+        string is held back until it is known not to be one. ``timings``, if given, receives
+        ``prefill``, ``cached_tokens`` and ``decode``.
         """
         config = config or GenerationConfig()
         sent = 0
-        for rows in self._decode([prompt], config, constraint):
+        for rows in self._decode([prompt], config, constraint, timings):
             text, done = rows[0].text, bool(rows[0].done)
             safe = len(text) if done else len(text) - _held_back(text, config.stop)
             if safe > sent:
                 yield text[sent:safe]
                 sent = safe
+
+    def next_token_logprobs(self, prompt: str, timings: dict[str, float] | None = None) -> np.ndarray:
+        """Log-probabilities of the token that follows ``prompt`` (its KV cache is kept for reuse).
+
+        ``timings``, if given, receives ``prefill`` and ``cached_tokens``.
+        """
+        encoded = [self._encode(prompt)]
+        self._budget(encoded, 1)
+        start = time.perf_counter()
+        timings = {} if timings is None else timings
+        logits = self._prefill(encoded, timings)[0][0].astype(np.float64)
+        timings["prefill"] = (time.perf_counter() - start) * 1000
+        return logits - np.max(logits) - np.log(np.sum(np.exp(logits - np.max(logits))))
 
     def generate_batch(self, prompts: Sequence[str], config: GenerationConfig | None = None,
                        constraint: Constraint | TokenMask | None = None) -> list[Generation]:
@@ -131,7 +149,8 @@ class SLM:
         timings: dict[str, float] = {}
         *_, rows = self._decode(prompts, config, constraint, timings)
         return [Generation(row.text, row.prompt_tokens, len(row.ids), row.done or "length",
-                           timings.get("prefill", 0.0), timings.get("decode", 0.0))
+                           timings.get("prefill", 0.0), timings.get("decode", 0.0),
+                           int(timings.get("cached_tokens", 0)))
                 for row in rows]
 
     def _decode(self, prompts: Sequence[str], config: GenerationConfig,
@@ -143,7 +162,9 @@ class SLM:
         rng = np.random.default_rng(config.seed)
         rows = [_Row(prompt_tokens=len(ids)) for ids in encoded]
         start = time.perf_counter()
-        logits, past, mask = self._prefill(encoded)
+        # Greedy decoding reuses cached prefixes; sampled decoding prefills in full, so that a seed
+        # reproduces its text (a cached prefix changes the logits in the last float digits).
+        logits, past, mask = self._prefill(encoded, timings, reuse=config.temperature <= 0)
         timings["prefill"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         for step in range(budget):
@@ -235,20 +256,39 @@ class SLM:
                                   f"{self.context_tokens}-token context window")
         return max(1, min(max_new_tokens, self.context_tokens - longest))
 
-    def _prefill(self, encoded: list[list[int]]) -> tuple[np.ndarray, list[ort.OrtValue], np.ndarray]:
+    def _prefill(self, encoded: list[list[int]], timings: dict[str, float] | None = None,
+                 reuse: bool = True) -> tuple[np.ndarray, list[ort.OrtValue], np.ndarray]:
         # The prompt goes in windows: the graph materialises [heads, window, total] attention
         # scores, so a long prompt in one piece would set the process's peak memory.
         width = max(len(ids) for ids in encoded)
         pad = next(iter(self.stop_ids), 0)
         ids = np.array([[pad] * (width - len(x)) + x for x in encoded], dtype=np.int64)
         full_mask = np.array([[0] * (width - len(x)) + [1] * len(x) for x in encoded], dtype=np.int64)
-        empty = np.zeros((len(encoded), self.kv_heads, 0, self.head_dim), dtype=np.float32)
-        past = [ort.OrtValue.ortvalue_from_numpy(empty)] * (2 * self.num_layers)
-        for start in range(0, width, self.prefill_chunk):
+        cached, past = self._reuse_prefix(encoded, reuse)
+        for start in range(cached, width, self.prefill_chunk):
             end = min(width, start + self.prefill_chunk)
             logits, past = self._run(np.ascontiguousarray(ids[:, start:end]),
                                      np.ascontiguousarray(full_mask[:, :end]), past)
+        if len(encoded) == 1:
+            self._prefix = (list(encoded[0]), past)
+        if timings is not None:
+            timings["cached_tokens"] = cached
         return logits, past, full_mask
+
+    def _reuse_prefix(self, encoded: list[list[int]], reuse: bool) -> tuple[int, list[ort.OrtValue]]:
+        """(tokens already prefilled, their KV cache) for a prompt.
+
+        A single prompt reuses the KV cache of its longest common token prefix with the last
+        prompt prefilled (the fixed system prompt at least); the last token is always run again
+        for its logits. Batches start empty.
+        """
+        empty = np.zeros((len(encoded), self.kv_heads, 0, self.head_dim), dtype=np.float32)
+        nothing = (0, [ort.OrtValue.ortvalue_from_numpy(empty)] * (2 * self.num_layers))
+        if not reuse or len(encoded) != 1 or self._prefix is None:
+            return nothing
+        ids, past = self._prefix
+        common = _common_prefix(ids, encoded[0], len(encoded[0]) - 1)
+        return (common, _slice_past(past, common)) if common else nothing
 
     def _step(self, next_ids: list[int], past: list[ort.OrtValue],
               mask: np.ndarray) -> tuple[np.ndarray, list[ort.OrtValue], np.ndarray]:
@@ -275,6 +315,22 @@ class SLM:
         self.session.run_with_iobinding(binding)
         outputs = binding.get_outputs()
         return outputs[0].numpy()[:, -1, :], outputs[1:]
+
+
+def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
+    """Length of the common prefix of two token lists, at most ``limit``."""
+    n = 0
+    for x, y in zip(a[:limit], b[:limit]):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _slice_past(past: list[ort.OrtValue], length: int) -> list[ort.OrtValue]:
+    """The first ``length`` positions of an optimum KV cache ([batch, kv_heads, seq, head_dim])."""
+    return [ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value.numpy()[:, :, :length, :]))
+            for value in past]
 
 
 def _held_back(text: str, stops: tuple[str, ...]) -> int:

@@ -1,0 +1,142 @@
+"""Answer forms by question type: what the first words of an answer must be.
+
+A 0.5B model copies spans well and composes badly, so the start of the answer is constrained
+to a span it can copy: a yes/no question starts with "Yes" or "No"; a who-question with a name
+that occurs in the sources; a when/what-time question with a date or time from the sources; a
+"which ..., A or B?" question with A or B. After that start the model writes freely (a short
+reason and the citation). Questions of no known type get no constraint.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lexicon import MONTHS, STOPWORDS, WEEKDAYS
+from .models.constraints import TokenMask
+
+YES_NO = re.compile(r"^(?:question:\s*)?(?:did|does|do|is|are|was|were|has|have|had|can|could|will|"
+                    r"would|should)\b", re.IGNORECASE)
+WHO = re.compile(r"^(?:question:\s*)?(?:who|whom|whose)\b|\b(?:with|to|by) whom\b", re.IGNORECASE)
+TIME_QUESTION = re.compile(r"\bwhat time\b|\bat what time\b|\bwhat hour\b", re.IGNORECASE)
+WHEN = re.compile(r"^(?:question:\s*)?when\b|\b(?:what|which) (?:day|date|year|month)\b"
+                  r"|\bdate of (?:birth|death)\b", re.IGNORECASE)
+CHOICE = re.compile(r",\s*([^,?]+?)\s+or\s+([^,?]+?)\s*\?\s*$")
+CLOCK = r"(?:[01]?\d|2[0-3])(?::[0-5]\d)?"
+TIME = (rf"(?:(?:from|around|at|after|before|by|until) )?(?:{CLOCK}\s?(?:-|to)\s?)?{CLOCK}"
+        rf"\s?(?:[ap]\.?m\b\.?)|(?:[01]?\d|2[0-3]):[0-5]\d|noon|midnight")
+DAY = (rf"(?:tomorrow|today|tonight|(?:this|next) (?:{WEEKDAYS}|week(?:end)?|morning|afternoon|"
+       rf"evening)|(?:on )?(?:{WEEKDAYS})(?: (?:morning|afternoon|evening|night))?)")
+TIME_SPAN = re.compile(rf"\b(?:(?:{DAY})\s+(?:at|around|from|by)\s+)?(?:{TIME})"
+                       rf"|\b(?:{DAY})\b", re.IGNORECASE)
+DATE = re.compile(rf"\b\d{{1,2}} (?:{MONTHS}) \d{{4}}\b|\b(?:{MONTHS}) \d{{1,2}}, \d{{4}}\b"
+                  rf"|\b(?:{MONTHS}) \d{{4}}\b|\b(?:1[5-9]|20)\d\d\b", re.IGNORECASE)
+STAMP = re.compile(r"\b\d{8}_\d{2}:\d{2}\b")
+NAME = re.compile(r"\b[A-Z][\w'\-]*(?:[ -](?:of |de |von |van |la |le )?[A-Z][\w'\-]*)*")
+NOT_NAME = re.compile(rf"(?:{MONTHS}|{WEEKDAYS}|[AP]M|OK|Hi|Hey|Thanks|Yes|No|Sure|Sounds|Great)\W*",
+                      re.IGNORECASE)
+MAX_CANDIDATES = 40
+SPEAKER_LINE = re.compile(r"^([^\s:][^:\n]{0,40}?):\s")
+
+
+@dataclass(frozen=True)
+class Form:
+    """A question's answer form: its kind and the spans an answer may start with."""
+
+    kind: str
+    starts: tuple[str, ...] = ()
+
+
+def question_kind(question: str) -> str:
+    """yesno, choice, who, time, when or phrase."""
+    if CHOICE.search(question) and re.match(r"^(?:which|who|what)\b", question, re.IGNORECASE):
+        return "choice"
+    if YES_NO.search(question):
+        return "yesno"
+    if WHO.search(question):
+        return "who"
+    if TIME_QUESTION.search(question):
+        return "time"
+    if WHEN.search(question):
+        return "when"
+    return "phrase"
+
+
+def answer_form(question: str, evidence: str, chat: bool, best: list[str] | None = None) -> Form:
+    """The form of the answer to ``question`` given the evidence text it will read.
+
+    ``best`` (the evidence lines, best first) narrows who-answers in chats: the speaker of the
+    best line, then names inside the best lines' messages.
+    """
+    kind = question_kind(question)
+    if kind == "yesno":
+        return Form(kind, ("Yes", "No"))
+    if kind == "choice":
+        match = CHOICE.search(question)
+        return Form(kind, (match.group(1).strip(), match.group(2).strip()) if match else ())
+    if kind == "who":
+        # The question's own subject is not its answer ("Who invites Li Hua ...?").
+        asked = _compact(question)
+        names = _best_names(best) if chat and best else _names(evidence, chat)
+        return Form(kind, tuple(n for n in names if _compact(n) not in asked))
+    if kind in ("time", "when"):
+        # A past event of a chat is dated by the chat ("When did ...?"); a planned one by what
+        # the messages say ("When does/will ...?").
+        past = re.search(r"^(?:question:\s*)?when (?:did|was|were)\b", question, re.IGNORECASE)
+        spans = [] if past else [m.group().strip() for m in TIME_SPAN.finditer(evidence)]
+        if kind == "when":
+            spans += STAMP.findall(evidence) if past or not spans else []
+            spans += [m.group() for m in DATE.finditer(evidence)]
+        return Form(kind, _unique(spans))
+    return Form(kind)
+
+
+def answer_span(question: str) -> re.Pattern[str] | None:
+    """What a line holding the answer contains, for time and when questions (TR's K_a)."""
+    return TIME_SPAN if question_kind(question) in ("time", "when") else None
+
+
+def _best_names(best: list[str], lines: int = 3) -> tuple[str, ...]:
+    speakers = [m.group(1) for m in (SPEAKER_LINE.match(line) for line in best[:lines]) if m]
+    inside = [line.split(":", 1)[-1] for line in best[:lines]]
+    return _unique(speakers[:1] + list(_names("\n".join(inside), False)) + speakers[1:])
+
+
+def _names(evidence: str, chat: bool) -> tuple[str, ...]:
+    # Speakers first (chat lines start "Name: "), then capitalised spans inside the text.
+    speakers = re.findall(r"^([^\s:][^:\n]{0,40}?):\s", evidence, re.MULTILINE) if chat else []
+    spans = [m.group() for m in NAME.finditer(evidence)]
+    names = [s for s in speakers + spans if s.lower() not in STOPWORDS and not s.isdigit()
+             and not STAMP.fullmatch(s) and not NOT_NAME.fullmatch(s)]
+    return _unique(names)
+
+
+def _compact(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _unique(spans: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(s for s in spans if s))[:MAX_CANDIDATES]
+
+
+def start_mask(starts: tuple[str, ...], encode: Callable[[str], list[int]]) -> TokenMask | None:
+    """A token mask that makes the answer begin with one of ``starts``, then lets it run free.
+
+    The spans are tokenised as the start of the answer; each step allows the next tokens of the
+    spans still matching what was generated, until one span is complete.
+    """
+    sequences = [ids for ids in (encode(s) for s in starts) if ids]
+    if not sequences:
+        return None
+
+    def allowed(step: int, generated: list[int]) -> np.ndarray | None:
+        prefix = generated[:step]
+        if any(seq == prefix[: len(seq)] and len(prefix) >= len(seq) for seq in sequences):
+            return None
+        following = {seq[step] for seq in sequences if len(seq) > step and seq[:step] == prefix}
+        return np.array(sorted(following)) if following else None
+
+    return TokenMask(allowed)

@@ -1,0 +1,67 @@
+"""The focused answer stage's parts that need no model: documents cut into lines, answer forms,
+the date rule of abstention, the start mask."""
+
+from edge_rag.answer import dates_in, missing_date
+from edge_rag.focus import content_words, lexical_overlap, split_document
+from edge_rag.forms import answer_form, question_kind, start_mask
+from edge_rag.retrieve import RetrievedChunk
+
+CHUNK = RetrievedChunk(1, "d1", "chat.txt", "", 0.9)
+CHAT = ["Time: 20260105_14:00\nLiHua: When's a good time for me to come by?\nAdamSmith: Any time "
+        "after 5 PM today.\nLiHua: I'll be there around 5:30",
+        "LiHua: I'll be there around 5:30 PM then.\nAdamSmith: Great, see you!"]
+
+
+def test_a_chat_is_cut_into_whole_lines_under_its_date():
+    doc = split_document(CHUNK, CHAT)
+    assert doc.chat and doc.header == "20260105_14:00"
+    assert doc.lines == ["LiHua: When's a good time for me to come by?",
+                         "AdamSmith: Any time after 5 PM today.",
+                         "LiHua: I'll be there around 5:30 PM then.", "AdamSmith: Great, see you!"]
+
+
+def test_a_passage_is_cut_into_sentences_under_its_title():
+    doc = split_document(CHUNK, ["Blind Shaft\nBlind Shaft is a 2003 film. It was directed by Li Yang."])
+    assert not doc.chat and doc.header == "Blind Shaft"
+    assert doc.lines == ["Blind Shaft is a 2003 film.", "It was directed by Li Yang."]
+
+
+def test_question_kinds():
+    kinds = {"Did Li Hua ask Thane first?": "yesno", "Who invites Li Hua?": "who",
+             "What time is the power outage?": "time", "When does the plumber arrive?": "when",
+             "What is the date of death of X's father?": "when", "What is the cafe's name?": "phrase",
+             "Which film came out first, Blind Shaft or Pearl Lust?": "choice",
+             "Are both X and Y from the same country?": "yesno"}
+    assert {q: question_kind(q) for q in kinds} == kinds
+
+
+def test_answer_forms_take_their_starts_from_the_sources():
+    evidence = "\n".join(split_document(CHUNK, CHAT).lines)
+    assert answer_form("Did he come?", evidence, True).starts == ("Yes", "No")
+    assert "around 5:30 PM" in answer_form("What time does Li Hua come by?", evidence, True).starts
+    who = answer_form("Who does Li Hua visit?", evidence, True, evidence.split("\n")[1:])
+    assert who.starts[0] == "AdamSmith" and "LiHua" not in who.starts  # the question's own name
+    assert answer_form("Which came first, Blind Shaft or Pearl Lust?", "", False).starts == (
+        "Blind Shaft", "Pearl Lust")
+
+
+def test_a_date_no_source_has_means_abstain():
+    doc = split_document(CHUNK, CHAT)
+    assert dates_in("on April 15, 2026 and the 9th and 20260425") == {(4, 15), (0, 9), (4, 25)}
+    assert missing_date("What did Li Hua say on June 9, 2026?", [doc])
+    assert not missing_date("What did Li Hua say on 20260105?", [doc])
+    assert not missing_date("What did Li Hua say?", [doc])
+
+
+def test_lexical_overlap_allows_spelling_variants():
+    words = content_words("What colour did Li Hua paint the basement?")
+    assert "colour" in words and "what" not in words
+    assert lexical_overlap(words, "He painted the basement walls blue, the color he likes") > 0.3
+
+
+def test_start_mask_follows_the_spans_then_frees():
+    spans = {"Yes": [1, 2], "No": [3]}
+    mask = start_mask(("Yes", "No"), lambda s: spans[s])
+    assert sorted(mask.allowed(0, [])) == [1, 3]
+    assert list(mask.allowed(1, [1])) == [2]
+    assert mask.allowed(1, [3]) is None and mask.allowed(2, [1, 2]) is None
