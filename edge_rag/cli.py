@@ -1,4 +1,4 @@
-"""The ``edge-rag`` command line: export, index, retrieve, ask, delete, documents, stats, graph."""
+"""The ``edge-rag`` command line: export, bundle, index, retrieve, ask, delete, documents, stats, graph."""
 
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     _add_export(commands)
+    _add_bundle(commands)
     _add_index(commands)
     _add_retrieve(commands)
     _add_ask(commands)
@@ -97,6 +98,21 @@ def _model_options(parser: argparse.ArgumentParser, name: str | None, handler: H
     parser.add_argument("--home", help="models home (default: $EDGE_RAG_HOME or ~/.cache/edge-rag)")
     parser.add_argument("--force", action="store_true", help="export again even if present")
     parser.set_defaults(handler=handler)
+
+
+def _add_bundle(commands: Any) -> None:
+    bundle = commands.add_parser("bundle", help="copy the models a device profile needs, for a board",
+                                 description="Copy exactly the model folders a device profile needs "
+                                 "(embedder, planner head when its planner is 'head', SLM) and the "
+                                 "profile itself into the empty folder OUT, with bundle.json and "
+                                 "SHA256SUMS (sha256 and bytes of every file). Copy OUT to the board "
+                                 "and set EDGE_RAG_HOME=OUT there.")
+    bundle.add_argument("out", type=Path, metavar="OUT", help="a new or empty folder")
+    bundle.add_argument("--profile", required=True, help="device profile name or TOML path")
+    bundle.add_argument("--home", help="models home to copy from (default: $EDGE_RAG_HOME or "
+                        "~/.cache/edge-rag)")
+    bundle.add_argument("--json", action="store_true", help="print bundle.json instead of a summary")
+    bundle.set_defaults(handler=_bundle)
 
 
 def _add_index(commands: Any) -> None:
@@ -201,6 +217,16 @@ def _export_tool(module: str) -> Any:
 def _export_embedder(args: argparse.Namespace) -> int:
     tool = _export_tool("embedder")
     print(tool.export_embedder(models_home(args.home), args.source, args.name, args.force))
+    return 0
+
+
+def _bundle(args: argparse.Namespace) -> int:
+    from .models.bundle import make_bundle
+
+    made = make_bundle(args.profile, args.out, args.home, progress=not args.json)
+    models = ", ".join(f"{role} {name}" for role, name in made.models.items())
+    _emit(args, made.to_dict(), f"bundled profile {made.profile} into {args.out}: {models}; "
+          f"{len(made.files)} files, {made.total_bytes / 2**20:,.1f} MiB (bundle.json, SHA256SUMS)")
     return 0
 
 
