@@ -10,7 +10,7 @@ from edge_rag.cli import build_parser, main
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 COMMANDS = [["export"], ["export", "embedder"], ["export", "slm"], ["export", "planner"], ["index"],
-            ["retrieve"], ["ask"], ["delete"], ["documents"], ["stats"], ["graph"]]
+            ["retrieve"], ["ask"], ["delete"], ["documents"], ["stats"], ["graph"], ["bundle"]]
 
 
 def _json(capsys, *argv) -> object:
