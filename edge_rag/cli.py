@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from .plan import Plan
 from .retrieve import RETRIEVERS, Retrieval
 
 Handler = Callable[[argparse.Namespace], int]
+VERBOSE_ENV = "EDGE_RAG_VERBOSE"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +99,16 @@ def _model_options(parser: argparse.ArgumentParser, name: str | None, handler: H
                         + ("%(default)s)" if name else "derived from the source)"))
     parser.add_argument("--home", help="models home (default: $EDGE_RAG_HOME or ~/.cache/edge-rag)")
     parser.add_argument("--force", action="store_true", help="export again even if present")
-    parser.set_defaults(handler=handler)
+    parser.add_argument("--verbose", action="store_true", default=bool(os.environ.get(VERBOSE_ENV)),
+                        help="show the export libraries' warnings and logs (default: progress "
+                        f"lines and a summary only; also set by ${VERBOSE_ENV}=1)")
+    parser.set_defaults(handler=lambda args: _exporting(args, handler))
+
+
+def _exporting(args: argparse.Namespace, handler: Handler) -> int:
+    """Run an exporter with the libraries quiet unless ``--verbose``."""
+    _export_tool("").set_verbose(args.verbose)
+    return handler(args)
 
 
 def _add_bundle(commands: Any) -> None:
@@ -207,8 +218,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 # -- handlers ------------------------------------------------------------------------------
 
 def _export_tool(module: str) -> Any:
+    """An export module (``""``: the export package itself)."""
     try:
-        return importlib.import_module(f"edge_rag_export.{module}")
+        return importlib.import_module(".".join(filter(None, ("edge_rag_export", module))))
     except ImportError as exc:
         raise EdgeRagError(f"the export tool is not installed ({exc}); "
                            "pip install 'edge-rag[export]'") from None

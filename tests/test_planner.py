@@ -4,6 +4,8 @@ queries, the SLM planner, and ``method="auto"`` end to end."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,12 +27,18 @@ QUESTION = "What time does Li Hua check in with Adam about moving in?"
 
 @pytest.fixture(scope="module")
 def planner_home(tmp_path_factory: pytest.TempPathFactory, model_folder: ModelFolder) -> Path:
-    """A models home with the real embedder and a planner head exported from the shipped labels."""
-    export = pytest.importorskip("edge_rag_export.planner")
+    """A models home with the real embedder and a planner head exported from the shipped labels
+    (by the CLI, which prints progress lines and a summary, not the libraries' logs and warnings)."""
+    pytest.importorskip("edge_rag_export.planner")
     home = tmp_path_factory.mktemp("planner-home")
     (home / "models").mkdir()
     (home / "models" / model_folder.path.name).symlink_to(model_folder.path)
-    export.export_planner(home)
+    done = subprocess.run([sys.executable, "-m", "edge_rag.cli", "export", "planner", "--home", str(home)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    printed = (done.stdout + done.stderr).splitlines()
+    assert len(printed) <= 8 and printed[-1] == str(home / "models" / "planner-int8"), printed
+    assert all(line.startswith("[export] ") for line in printed[:-1]), printed
     return home
 
 
