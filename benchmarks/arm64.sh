@@ -92,7 +92,7 @@ make_venv() {
   local t0; t0=$(stamp)
   inside /usr/bin/python3 -m venv /venv
   inside /venv/bin/python -m pip install -q --disable-pip-version-check --root-user-action=ignore \
-    --only-binary=:all: /work/dist/edge_rag-*.whl pytest hypothesis
+    --prefer-binary /work/dist/edge_rag-*.whl pytest hypothesis
   inside /venv/bin/python -m pip list --format=freeze > "$WORK/pip-freeze.txt"
   echo "$(( $(stamp) - t0 ))" > "$ROOT/.edge-rag-venv-done"
 }

