@@ -90,9 +90,10 @@ make_venv() {
   "$HOST_PY" -m pip wheel -q --no-deps --no-build-isolation -w "$WORK/dist" . >/dev/null
   step "inside: python3 -m venv /venv; pip install the wheel (its runtime deps come as aarch64 wheels) + pytest"
   local t0; t0=$(stamp)
-  inside /usr/bin/python3 -m venv /venv
+  local wheel; wheel="$(basename "$(ls "$WORK"/dist/edge_rag-*.whl)")"
+  [ -x "$ROOT/venv/bin/python" ] || inside /usr/bin/python3 -m venv /venv
   inside /venv/bin/python -m pip install -q --disable-pip-version-check --root-user-action=ignore \
-    --prefer-binary /work/dist/edge_rag-*.whl pytest hypothesis
+    --prefer-binary "/work/dist/$wheel" pytest hypothesis
   inside /venv/bin/python -m pip list --format=freeze > "$WORK/pip-freeze.txt"
   echo "$(( $(stamp) - t0 ))" > "$ROOT/.edge-rag-venv-done"
 }
@@ -197,8 +198,8 @@ main() {
   case "$STEP" in
     root) make_root ;;
     venv) make_root; mount_root; make_venv ;;
-    run) mount_root; stage_files; run_inside; run_x86; write_json ;;
-    all) make_root; mount_root; make_venv; stage_files; run_inside; run_x86; write_json ;;
+    run) mount_root; stage_files; run_x86; run_inside; write_json ;;
+    all) make_root; mount_root; make_venv; stage_files; run_x86; run_inside; write_json ;;
     json) write_json ;;
     *) echo "usage: bash benchmarks/arm64.sh [all|root|venv|run|json]" >&2; exit 2 ;;
   esac
