@@ -67,10 +67,13 @@ mount_root() {
   cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/ca-certificates.crt"
   mountpoint -q "$ROOT/proc" || mount -t proc proc "$ROOT/proc"
   mountpoint -q "$ROOT/dev" || mount --bind /dev "$ROOT/dev"
+  # No /sys: onnxruntime's cpuinfo then warns at start (it cannot parse the CPU lists), but with the
+  # host's /sys bound in it reads the x86 CPU lists and onnxruntime dies with SIGSEGV at import.
   trap unmount_root EXIT
 }
 
 unmount_root() {
+  umount "$ROOT/sys" 2>/dev/null || true
   umount "$ROOT/dev" 2>/dev/null || true
   umount "$ROOT/proc" 2>/dev/null || true
 }
@@ -102,7 +105,8 @@ stage_files() {
   # Sources for the tests (test_structure reads them), the demo corpus, the full LiHua-World zip where
   # conftest looks for it (ROOT/../shared), and the model folders as a bundle: what a board would get.
   step "copying the tests, the demo corpus and the models ($SLM) into the root"
-  rm -rf "$WORK/edge-rag" "$WORK/home" && mkdir -p "$WORK/edge-rag/benchmarks"
+  rm -rf "$WORK/edge-rag" "$WORK/home" "$WORK/x86" "$WORK"/{junit.xml,probe.json,tests.seconds,probe.seconds}
+  mkdir -p "$WORK/edge-rag/benchmarks"
   cp -r pyproject.toml README.md edge_rag tests device_profiles "$WORK/edge-rag/"
   mkdir -p "$WORK/edge-rag/export" && cp -r export/demo "$WORK/edge-rag/export/"
   cp benchmarks/arm64_probe.py "$WORK/edge-rag/benchmarks/"
@@ -152,7 +156,7 @@ write_json() {
 import json, sys, xml.etree.ElementTree as ET
 from pathlib import Path
 sys.path.insert(0, "benchmarks")
-from arm64_probe import compare
+from arm64_probe import agreement, compare
 work, root, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 def read(path, default=None):
     return json.loads(path.read_text()) if path.is_file() else default
@@ -181,6 +185,8 @@ result = {
     "tests": tests,
     "retrieval_same_as_x86": bool(same) and all(same.values()),
     "retrieval_same_by_method": same,
+    "retrieval_agreement": agreement(arm, x86) if same and "question_vectors" in arm else {},
+    "scores_arm64": arm.get("scores"), "scores_x86": x86.get("scores"),
     "questions": arm.get("questions") or x86.get("questions"),
     "answer": arm.get("answer"), "answer_x86": x86.get("answer"), "answer_gold": x86.get("answer_gold"),
     "seconds": {"debootstrap": seconds(root / ".edge-rag-root-done"),

@@ -66,12 +66,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         report = rag.insert(*corpus(args.docs))
         seconds["index"] = time.perf_counter() - start
         result["chunks"] = report.chunks
+        vectors = rag.embedder.embed([q["question"] for q in questions])
+        result["question_vectors"] = [[round(float(v), 6) for v in row] for row in vectors]
         result["retrieval"] = {}
         for method in [*sorted(RETRIEVERS), "auto"]:
             start = time.perf_counter()
-            result["retrieval"][method] = [
-                [_chunk_key(c) for c in rag.retrieve(q["question"], method=method, top_k=3).chunks]
-                for q in questions]
+            found = [rag.retrieve(q["question"], method=method, top_k=3).chunks for q in questions]
+            result["retrieval"][method] = [[_chunk_key(c) for c in chunks] for chunks in found]
+            result.setdefault("scores", {})[method] = [[round(c.score, 4) for c in chunks]
+                                                        for chunks in found]
             seconds[f"retrieve_{method}"] = time.perf_counter() - start
         result["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
         _write(args.out, result)
@@ -96,6 +99,19 @@ def _write(path: Path, result: dict[str, Any]) -> None:
 def compare(first: dict[str, Any], second: dict[str, Any]) -> dict[str, bool]:
     """Per method: the same top chunks, in the same order, for every question."""
     return {m: first["retrieval"].get(m) == second["retrieval"].get(m) for m in first["retrieval"]}
+
+
+def agreement(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """How close two runs are: same top-1 chunk everywhere, shared top-3 chunks, the cosine of the
+    question embeddings of the two machines."""
+    import numpy
+
+    pairs = [(a, b) for m in first["retrieval"]
+             for a, b in zip(first["retrieval"][m], second["retrieval"][m])]
+    vectors = [numpy.asarray(run["question_vectors"]) for run in (first, second)]
+    shared = sum(len(set(a) & set(b)) for a, b in pairs) / max(1, sum(len(a) for a, _ in pairs))
+    return {"top1_same": all(a[:1] == b[:1] for a, b in pairs), "top3_shared": round(shared, 3),
+            "question_embedding_min_cosine": round(float(numpy.sum(vectors[0] * vectors[1], 1).min()), 6)}
 
 
 def main(argv: list[str] | None = None) -> int:
