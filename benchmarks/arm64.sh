@@ -176,6 +176,9 @@ freeze = dict(line.split("==") for line in (work / "pip-freeze.txt").read_text()
     if (work / "pip-freeze.txt").is_file() else {}
 result = {
     "benchmark": "arm64",
+    "command": "bash benchmarks/arm64.sh",
+    "compared": "top-3 chunks (in order) of every method for each question, the same probe "
+                "(benchmarks/arm64_probe.py) on this x86-64 host; retrieval_agreement says how close",
     "machine": arm.get("machine", "aarch64 (probe did not finish)"),
     "emulation": "qemu-aarch64 user mode (qemu-user-static), Debian bookworm arm64 root, "
                  f"QEMU_CPU={__import__('os').environ.get('QEMU_CPU', '')}",
