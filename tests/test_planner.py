@@ -36,7 +36,8 @@ def planner_home(tmp_path_factory: pytest.TempPathFactory, model_folder: ModelFo
     done = subprocess.run([sys.executable, "-m", "edge_rag.cli", "export", "planner", "--home", str(home)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [str(home / "models" / "planner-int8")], done.stdout
+    folder = Path(done.stdout.strip())
+    assert folder.parent == home / "models" and (folder / "manifest.json").is_file(), done.stdout
     progress = done.stderr.splitlines()
     assert len(progress) <= 6 and all(line.startswith("[export] ") for line in progress), progress
     return home
