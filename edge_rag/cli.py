@@ -1,10 +1,12 @@
-"""The ``edge-rag`` command line: export, index, retrieve, ask, chat, delete, documents, stats, graph."""
+"""The ``edge-rag`` command line: export, bundle, index, retrieve, ask, chat, delete, documents, stats,
+graph."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import json
+import os
 import sys
 import unicodedata
 from collections.abc import Callable
@@ -21,6 +23,7 @@ from .plan import Plan
 from .retrieve import RETRIEVERS, Retrieval
 
 Handler = Callable[[argparse.Namespace], int]
+VERBOSE_ENV = "EDGE_RAG_VERBOSE"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     _add_export(commands)
+    _add_bundle(commands)
     _add_index(commands)
     _add_retrieve(commands)
     _add_ask(commands)
@@ -98,7 +102,31 @@ def _model_options(parser: argparse.ArgumentParser, name: str | None, handler: H
                         + ("%(default)s)" if name else "derived from the source)"))
     parser.add_argument("--home", help="models home (default: $EDGE_RAG_HOME or ~/.cache/edge-rag)")
     parser.add_argument("--force", action="store_true", help="export again even if present")
-    parser.set_defaults(handler=handler)
+    parser.add_argument("--verbose", action="store_true", default=bool(os.environ.get(VERBOSE_ENV)),
+                        help="show the export libraries' warnings and logs (default: progress "
+                        f"lines and a summary only; also set by ${VERBOSE_ENV}=1)")
+    parser.set_defaults(handler=lambda args: _exporting(args, handler))
+
+
+def _exporting(args: argparse.Namespace, handler: Handler) -> int:
+    """Run an exporter with the libraries quiet unless ``--verbose``."""
+    _export_tool("").set_verbose(args.verbose)
+    return handler(args)
+
+
+def _add_bundle(commands: Any) -> None:
+    bundle = commands.add_parser("bundle", help="copy the models a device profile needs, for a board",
+                                 description="Copy exactly the model folders a device profile needs "
+                                 "(embedder, planner head when its planner is 'head', SLM) and the "
+                                 "profile itself into the empty folder OUT, with bundle.json and "
+                                 "SHA256SUMS (sha256 and bytes of every file). Copy OUT to the board "
+                                 "and set EDGE_RAG_HOME=OUT there.")
+    bundle.add_argument("out", type=Path, metavar="OUT", help="a new or empty folder")
+    bundle.add_argument("--profile", required=True, help="device profile name or TOML path")
+    bundle.add_argument("--home", help="models home to copy from (default: $EDGE_RAG_HOME or "
+                        "~/.cache/edge-rag)")
+    bundle.add_argument("--json", action="store_true", help="print bundle.json instead of a summary")
+    bundle.set_defaults(handler=_bundle)
 
 
 def _add_index(commands: Any) -> None:
@@ -211,8 +239,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 # -- handlers ------------------------------------------------------------------------------
 
 def _export_tool(module: str) -> Any:
+    """An export module (``""``: the export package itself)."""
     try:
-        return importlib.import_module(f"edge_rag_export.{module}")
+        return importlib.import_module(".".join(filter(None, ("edge_rag_export", module))))
     except ImportError as exc:
         raise EdgeRagError(f"the export tool is not installed ({exc}); "
                            "pip install 'edge-rag[export]'") from None
@@ -221,6 +250,16 @@ def _export_tool(module: str) -> Any:
 def _export_embedder(args: argparse.Namespace) -> int:
     tool = _export_tool("embedder")
     print(tool.export_embedder(models_home(args.home), args.source, args.name, args.force))
+    return 0
+
+
+def _bundle(args: argparse.Namespace) -> int:
+    from .models.bundle import make_bundle
+
+    made = make_bundle(args.profile, args.out, args.home, progress=not args.json)
+    models = ", ".join(f"{role} {name}" for role, name in made.models.items())
+    _emit(args, made.to_dict(), f"bundled profile {made.profile} into {args.out}: {models}; "
+          f"{len(made.files)} files, {made.total_bytes / 2**20:,.1f} MiB (bundle.json, SHA256SUMS)")
     return 0
 
 

@@ -161,9 +161,15 @@ def models_home(explicit: str | None = None) -> Path:
 
 
 def profile_dirs() -> list[Path]:
-    """Where profile names are looked up, first match wins."""
+    """Where profile names are looked up, first match wins: ``$EDGE_RAG_PROFILES``, the checkout's
+    ``device_profiles/`` (when running from a clone or an editable install), then the copy of it that
+    ships in the wheel as package data (``edge_rag/profiles/``)."""
     dirs = [Path(p) for p in os.environ.get(PROFILE_DIR_ENV, "").split(os.pathsep) if p]
-    dirs.append(Path(__file__).resolve().parent.parent / "device_profiles")
+    package = Path(__file__).resolve().parent
+    checkout = package.parent / "device_profiles"
+    if (package.parent / "pyproject.toml").is_file() and checkout.is_dir():
+        dirs.append(checkout)
+    dirs.append(package / "profiles")
     return dirs
 
 

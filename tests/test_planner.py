@@ -4,6 +4,8 @@ queries, the SLM planner, and ``method="auto"`` end to end."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,12 +27,19 @@ QUESTION = "What time does Li Hua check in with Adam about moving in?"
 
 @pytest.fixture(scope="module")
 def planner_home(tmp_path_factory: pytest.TempPathFactory, model_folder: ModelFolder) -> Path:
-    """A models home with the real embedder and a planner head exported from the shipped labels."""
-    export = pytest.importorskip("edge_rag_export.planner")
+    """A models home with the real embedder and a planner head exported from the shipped labels
+    (by the CLI, which prints progress lines and a summary, not the libraries' logs and warnings)."""
+    pytest.importorskip("edge_rag_export.planner")
     home = tmp_path_factory.mktemp("planner-home")
     (home / "models").mkdir()
     (home / "models" / model_folder.path.name).symlink_to(model_folder.path)
-    export.export_planner(home)
+    done = subprocess.run([sys.executable, "-m", "edge_rag.cli", "export", "planner", "--home", str(home)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    folder = Path(done.stdout.strip())
+    assert folder.parent == home / "models" and (folder / "manifest.json").is_file(), done.stdout
+    progress = done.stderr.splitlines()
+    assert len(progress) <= 6 and all(line.startswith("[export] ") for line in progress), progress
     return home
 
 
