@@ -113,7 +113,7 @@ def export_slm(home: Path, source: str = DEFAULT_SLM, name: str | None = None,
                       extra=onnx_dir)
         _write_folder(quantized / "model.onnx", hf_dir, int8_dir, name, origin, stops,
                       "int8-weight-only-matmulnbits", extra=quantized)
-        _verify(fp32_dir, int8_dir)
+        verify_against_fp32(fp32_dir, int8_dir)
         if keep_fp32:
             shutil.rmtree(home / "models" / f"{name}-fp32", ignore_errors=True)
             shutil.move(str(fp32_dir), home / "models" / f"{name}-fp32")
@@ -132,21 +132,25 @@ def agreement(fp32_dir: Path, int8_dir: Path) -> list[tuple[str, str]]:
     return list(zip(*answers))
 
 
-def _verify(fp32_dir: Path, int8_dir: Path) -> None:
-    _log(f"checking int8 against fp32 on {len(CHECK_QUESTIONS)} fixed questions ...")
-    pairs = agreement(fp32_dir, int8_dir)
+def verify_against_fp32(fp32_dir: Path, quantized_dir: Path) -> None:
+    """Compare a quantized export with fp32 on the fixed questions; delete it and raise if it differs.
+
+    The result is recorded in the quantized folder's manifest (``verified_against_fp32``).
+    """
+    _log(f"checking {quantized_dir.name} against fp32 on {len(CHECK_QUESTIONS)} fixed questions ...")
+    pairs = agreement(fp32_dir, quantized_dir)
     same = sum(_same_answer(a, b, key) for (a, b), (*_, key) in zip(pairs, CHECKS))
     identical = sum(_normalise(a) == _normalise(b) for a, b in pairs)
-    manifest_path = int8_dir / MANIFEST
+    manifest_path = quantized_dir / MANIFEST
     manifest = json.loads(manifest_path.read_text())
     manifest["verified_against_fp32"] = (f"{same}/{len(pairs)} same answers, "
                                          f"{identical}/{len(pairs)} identical texts")
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    _log(f"int8 gives the fp32 answer on {same} of {len(pairs)} questions")
+    _log(f"{quantized_dir.name} gives the fp32 answer on {same} of {len(pairs)} questions")
     if same < MIN_AGREEMENT:
-        shutil.rmtree(int8_dir)
-        raise EdgeRagError(f"the int8 model changed {len(pairs) - same} of {len(pairs)} answers; "
-                           "refusing to ship it")
+        shutil.rmtree(quantized_dir)
+        raise EdgeRagError(f"the quantized model changed {len(pairs) - same} of {len(pairs)} "
+                           "answers; refusing to ship it")
 
 
 def _same_answer(first: str, second: str, key: str) -> bool:
