@@ -1,0 +1,98 @@
+"""Run a GroupQueryAttention decoder graph (``edge-rag export slm --graph gqa``) step by step.
+
+The graph (see ``export/gqa_graph.py``) takes ``input_ids``, ``seqlens_k`` (tokens in the
+cache after the call, minus one), ``total_sequence_length`` and one preallocated key and one
+value buffer per layer, ``[1, kv_heads, window, head_dim]``. The same buffer is bound as the
+layer's past input and its present output, so GroupQueryAttention appends the new keys and
+values in place: nothing is copied or concatenated per step, and decode time hardly grows with
+the context (the optimum graph's cache grows by a concatenation every step).
+
+Because the buffer stays, reusing a prompt's common prefix is bookkeeping: a :class:`KVCache`
+remembers which tokens its buffer holds, and a new prompt that starts with the same tokens
+(a fixed system prompt, the same instructions) prefills only what differs.
+
+onnxruntime's GroupQueryAttention accepts a multi-token input after a non-empty cache only for
+batch size 1, so a batch runs as one cache and one session call per row (in lock step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import onnxruntime as ort
+
+
+class KVCache:
+    """One sequence's key/value buffers and the tokens whose keys and values they hold."""
+
+    def __init__(self, layers: int, kv_heads: int, head_dim: int, window: int) -> None:
+        shape = [1, kv_heads, window, head_dim]
+        self.window = window
+        self.buffers = [ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32)
+                        for _ in range(2 * layers)]
+        self.ids: list[int] = []
+
+    def reusable(self, ids: Sequence[int]) -> int:
+        """Length of the cached prefix a prompt ``ids`` can keep (at least one token stays new)."""
+        limit = min(len(self.ids), len(ids) - 1)
+        same = 0
+        while same < limit and self.ids[same] == ids[same]:
+            same += 1
+        return same
+
+
+class GqaDecoder:
+    """Prefill and decode through a GQA graph with caches that live across calls."""
+
+    def __init__(self, session: ort.InferenceSession, manifest: dict, window: int) -> None:
+        self.session = session
+        self.layers = int(manifest["num_layers"])
+        self.kv_heads = int(manifest["num_kv_heads"])
+        self.head_dim = int(manifest["head_dim"])
+        self.vocab = int(manifest["vocab_size"])
+        self.window = min(window, int(manifest.get("max_positions", window)))
+        self.caches: list[KVCache] = []
+        self.reused_tokens = 0
+        self._logits = np.zeros((1, self.vocab), dtype=np.float32)
+        self._logits_value = ort.OrtValue.ortvalue_from_numpy(self._logits)
+
+    def prefill(self, encoded: Sequence[Sequence[int]], chunk: int) -> np.ndarray:
+        """Logits [rows, vocab] after each prompt; the first row's cache keeps a common prefix."""
+        while len(self.caches) < len(encoded):
+            self.caches.append(KVCache(self.layers, self.kv_heads, self.head_dim, self.window))
+        del self.caches[max(1, len(encoded)):]  # extra rows' buffers are not kept between calls
+        rows = []
+        for cache, ids in zip(self.caches, encoded):
+            keep = cache.reusable(ids)
+            self.reused_tokens = keep if cache is self.caches[0] else self.reused_tokens
+            del cache.ids[keep:]
+            for start in range(keep, len(ids), chunk):
+                self._run(cache, list(ids[start:start + chunk]))
+            rows.append(self._logits[0].copy())
+        return np.stack(rows)
+
+    def step(self, next_ids: Sequence[int]) -> np.ndarray:
+        """Logits [rows, vocab] after appending one token to each row's cache."""
+        rows = []
+        for cache, token in zip(self.caches, next_ids):
+            self._run(cache, [int(token)])
+            rows.append(self._logits[0].copy())
+        return np.stack(rows)
+
+    def _run(self, cache: KVCache, new: list[int]) -> None:
+        total = len(cache.ids) + len(new)
+        if total > cache.window:
+            raise ValueError(f"{total} tokens exceed the {cache.window}-token cache")
+        binding = self.session.io_binding()
+        binding.bind_cpu_input("input_ids", np.array([new], dtype=np.int64))
+        binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
+        binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
+        for layer in range(self.layers):
+            for slot, kind in ((0, "key"), (1, "value")):
+                buffer = cache.buffers[2 * layer + slot]
+                binding.bind_ortvalue_input(f"past_key_values.{layer}.{kind}", buffer)
+                binding.bind_ortvalue_output(f"present.{layer}.{kind}", buffer)
+        binding.bind_ortvalue_output("logits", self._logits_value)
+        self.session.run_with_iobinding(binding)
+        cache.ids.extend(new)
