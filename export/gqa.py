@@ -46,9 +46,13 @@ def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, b
     _log(f"{c.architecture}: {c.layers} layers, hidden {c.hidden}, {c.heads}/{c.kv_heads} heads, "
          f"vocab {c.vocab}{', tied embeddings' if c.tied else ''}")
     positions = min(c.context_length, MAX_POSITIONS)
+    kept = home / "models" / f"{name}-gqa-fp32"
     with tempfile.TemporaryDirectory(dir=work) as tmp:
         fp32_dir = Path(tmp) / f"{name}-fp32"
-        if verify or keep_fp32:
+        if _same_source(kept, weights.origin):
+            _log(f"using the fp32 reference graph at {kept}")
+            fp32_dir, keep_fp32 = kept, False
+        elif verify or keep_fp32:
             _log("writing the fp32 reference graph ...")
             _write(weights, fp32_dir, 32, positions, name, True, None)
         _log(f"writing the {bits}-bit graph ({'symmetric' if symmetric else 'asymmetric'}, "
@@ -57,12 +61,18 @@ def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, b
         if verify:
             verify_against_fp32(fp32_dir, dest)
         if keep_fp32:
-            target = home / "models" / f"{name}-gqa-fp32"
-            shutil.rmtree(target, ignore_errors=True)
-            shutil.move(str(fp32_dir), target)
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.move(str(fp32_dir), kept)
     size = sum(p.stat().st_size for p in dest.iterdir()) / 2**20
     _log(f"done: {dest} ({size:,.0f} MiB) in {time.perf_counter() - started:,.0f} s")
     return dest
+
+
+def _same_source(folder: Path, origin: str) -> bool:
+    try:
+        return json.loads((folder / MANIFEST).read_text())["source"] == origin
+    except (OSError, ValueError, KeyError):
+        return False
 
 
 def _require() -> None:

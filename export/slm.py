@@ -14,7 +14,7 @@ from edge_rag.errors import EdgeRagError, ModelNotFound
 from edge_rag.models.folder import MANIFEST, file_sha256
 
 from . import log as _log
-from . import require_export_extra
+from . import quiet, require_export_extra
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "mistral")
 BLOCK_SIZE = 32
@@ -183,12 +183,13 @@ def _gguf_to_hf(gguf: Path, out: Path) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     _log(f"loading {gguf.name} (dequantised to fp32) ...")
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                 torch_dtype=torch.float32)
-    _check_architecture(model.config.model_type, str(gguf))
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    with quiet():
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                     torch_dtype=torch.float32)
+        _check_architecture(model.config.model_type, str(gguf))
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
     return out
 
 
@@ -201,8 +202,9 @@ def _check_architecture(model_type: str, source: str) -> None:
 def _onnx_export(hf_dir: Path, out: Path) -> None:
     from optimum.exporters.onnx import main_export
 
-    main_export(str(hf_dir), output=str(out), task="text-generation-with-past",
-                library_name="transformers", device="cpu", do_validation=False)
+    with quiet():
+        main_export(str(hf_dir), output=str(out), task="text-generation-with-past",
+                    library_name="transformers", device="cpu", do_validation=False)
 
 
 def prepare_graph(model) -> None:
@@ -252,9 +254,10 @@ def _quantize(model_path: Path, out: Path) -> None:
 
     model = onnx.load(str(model_path))
     prepare_graph(model)
-    quantizer = MatMulNBitsQuantizer(model, bits=8, block_size=BLOCK_SIZE, is_symmetric=True,
-                                     accuracy_level=4)
-    quantizer.process()
+    with quiet():
+        quantizer = MatMulNBitsQuantizer(model, bits=8, block_size=BLOCK_SIZE, is_symmetric=True,
+                                         accuracy_level=4)
+        quantizer.process()
     # Weights in a side file let onnxruntime map them instead of copying a parsed protobuf:
     # peak RSS at load drops by about the model's size.
     onnx.save_model(quantizer.model.model, str(out), save_as_external_data=True,
