@@ -49,26 +49,36 @@ def evaluate(model: str, variant: str, tokens: int, reference: dict | None) -> d
     from edge_rag.models.slm import SLM
 
     folder = models_home() / "models" / f"{model}-{variant}"
-    slm = SLM.from_path(folder, context_tokens=tokens + 8)
+    slm = SLM.from_path(folder, context_tokens=max(tokens + 8, 512))
     ids = slm.tokenizer.encode(fixed_text(), add_special_tokens=False).ids[:tokens]
     logprobs, top = token_logprobs(slm, ids)
     row = {"model": model, "variant": variant, "tokens": len(ids),
-           "perplexity": round(float(np.exp(-logprobs.mean())), 3), "_top": top}
+           "perplexity": round(float(np.exp(-logprobs.mean())), 3), "_top": top,
+           "_answers": _answers(slm)}
     if reference is not None:
         row["ppl_change_pct"] = round(100 * (row["perplexity"] / reference["perplexity"] - 1), 2)
         row["top1_agreement_pct"] = round(100 * float(np.mean(top == reference["_top"])), 1)
-        row["same_answers"] = _same_answers(models_home() / "models" / f"{model}-gqa-fp32", folder)
+        row["same_answers"] = _same_answers(reference["_answers"], row["_answers"])
+        row["identical_texts"] = sum(a == b for a, b in zip(reference["_answers"], row["_answers"]))
         limit = LIMITS.get(variant)
         row["passes"] = bool(limit is None or (abs(row["ppl_change_pct"]) <= limit
                                                and row["same_answers"] >= 9))
     return row
 
 
-def _same_answers(fp32_dir, folder) -> int:
-    from edge_rag_export.slm import CHECKS, _same_answer, agreement
+def _answers(slm) -> list[str]:
+    from edge_rag_export.slm import CHECK_QUESTIONS
 
-    pairs = agreement(fp32_dir, folder)
-    return sum(_same_answer(a, b, key) for (a, b), (*_, key) in zip(pairs, CHECKS))
+    from edge_rag.models.slm import GenerationConfig
+
+    config = GenerationConfig(max_new_tokens=24)
+    return [slm.generate(slm.chat(q), config).text.strip() for q in CHECK_QUESTIONS]
+
+
+def _same_answers(reference: list[str], answers: list[str]) -> int:
+    from edge_rag_export.slm import CHECKS, _same_answer
+
+    return sum(_same_answer(a, b, key) for a, b, (*_, key) in zip(reference, answers, CHECKS))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(evaluate(model, variant, args.tokens, reference))
     for row in rows:
         row.pop("_top")
+        row.pop("_answers")
     headers = ["model", "variant", "perplexity", "ppl_change_pct", "top1_agreement_pct",
-               "same_answers", "passes"]
+               "same_answers", "identical_texts", "passes"]
     print(markdown_table(headers, [[r.get(h, "") for h in headers] for r in rows]))
     print(f"wrote {write_result('slm_quality', {'tokens': args.tokens, 'rows': rows})}")
     return 0

@@ -32,6 +32,10 @@ class KVCache:
         self.buffers = [ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32)
                         for _ in range(2 * layers)]
         self.ids: list[int] = []
+        self.step_binding: ort.IOBinding | None = None
+        # Decode-step inputs, bound once as OrtValues sharing these arrays' memory.
+        self.step_inputs = (np.zeros((1, 1), dtype=np.int64), np.zeros(1, dtype=np.int32),
+                            np.zeros((), dtype=np.int32))
 
     def reusable(self, ids: Sequence[int]) -> int:
         """Length of the cached prefix a prompt ``ids`` can keep (at least one token stays new)."""
@@ -76,23 +80,44 @@ class GqaDecoder:
         """Logits [rows, vocab] after appending one token to each row's cache."""
         rows = []
         for cache, token in zip(self.caches, next_ids):
-            self._run(cache, [int(token)])
+            total = self._check(cache, 1)
+            ids, seqlens, total_length = cache.step_inputs
+            ids[0, 0], seqlens[0], total_length[...] = int(token), total - 1, total
+            self.session.run_with_iobinding(self._step_binding(cache))
+            cache.ids.append(int(token))
             rows.append(self._logits[0].copy())
         return np.stack(rows)
 
-    def _run(self, cache: KVCache, new: list[int]) -> None:
-        total = len(cache.ids) + len(new)
+    def _check(self, cache: KVCache, new: int) -> int:
+        total = len(cache.ids) + new
         if total > cache.window:
             raise ValueError(f"{total} tokens exceed the {cache.window}-token cache")
+        return total
+
+    def _step_binding(self, cache: KVCache) -> ort.IOBinding:
+        # Bound once per cache: a decode step only writes three numbers into bound arrays.
+        if cache.step_binding is None:
+            binding = self.session.io_binding()
+            for name, array in zip(("input_ids", "seqlens_k", "total_sequence_length"),
+                                   cache.step_inputs):
+                binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(array))
+            cache.step_binding = self._bind_cache(binding, cache)
+        return cache.step_binding
+
+    def _run(self, cache: KVCache, new: list[int]) -> None:
+        total = self._check(cache, len(new))
         binding = self.session.io_binding()
         binding.bind_cpu_input("input_ids", np.array([new], dtype=np.int64))
         binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
         binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
+        self.session.run_with_iobinding(self._bind_cache(binding, cache))
+        cache.ids.extend(new)
+
+    def _bind_cache(self, binding: ort.IOBinding, cache: KVCache) -> ort.IOBinding:
         for layer in range(self.layers):
             for slot, kind in ((0, "key"), (1, "value")):
                 buffer = cache.buffers[2 * layer + slot]
                 binding.bind_ortvalue_input(f"past_key_values.{layer}.{kind}", buffer)
                 binding.bind_ortvalue_output(f"present.{layer}.{kind}", buffer)
         binding.bind_ortvalue_output("logits", self._logits_value)
-        self.session.run_with_iobinding(binding)
-        cache.ids.extend(new)
+        return binding
