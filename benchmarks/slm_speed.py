@@ -41,8 +41,12 @@ def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int) -> di
     prompt = slm.chat(_context(slm, prompt_tokens) + "\n\nSummarise the conversation.")
     slm.generate(slm.chat("Hi"), GenerationConfig(max_new_tokens=2))  # warm-up
     stream_start = time.perf_counter()
+    if slm._gqa is not None:
+        slm._gqa.reset()
     first = next(iter(slm.stream(prompt, GenerationConfig(max_new_tokens=1, ignore_eos=True))))
     ttft_ms = (time.perf_counter() - stream_start) * 1000
+    if slm._gqa is not None:
+        slm._gqa.reset()  # measure a whole prefill, not the prefix the TTFT run left behind
     result = slm.generate(prompt, GenerationConfig(max_new_tokens=new_tokens, ignore_eos=True))
     size = sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith("model.onnx"))
     return {"model": model, "variant": variant, "file_mb": round(size / 2**20, 1),
@@ -145,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.child:
         model, variant = args.child
-        run = {"pytorch": measure_pytorch, "llama.cpp": measure_llama_cpp}.get(variant, None)
+        run = {"pytorch": measure_pytorch, "llama.cpp": measure_llama_cpp}.get(variant)
         rows = [run(model, n, args.new_tokens) if run else measure(model, variant, n, args.new_tokens)
                 for n in sorted(args.prompt_tokens)]
         print(json.dumps(rows))
@@ -159,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             if variant == "llama.cpp" and importlib.util.find_spec("llama_cpp") is None:
                 print("skip llama.cpp: llama-cpp-python is not installed", file=sys.stderr)
                 continue
-            if variant not in ("pytorch", "llama.cpp") and not (models_home() / "models" / f"{model}-{variant}").is_dir():
+            folder = models_home() / "models" / f"{model}-{variant}"
+            if variant not in ("pytorch", "llama.cpp") and not folder.is_dir():
                 print(f"skip {model}-{variant}: not exported", file=sys.stderr)
                 continue
             print(f"measuring {model}-{variant} ...", file=sys.stderr, flush=True)

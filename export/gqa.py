@@ -17,9 +17,8 @@ from pathlib import Path
 from edge_rag.errors import EdgeRagError, MissingExtra, ModelNotFound
 from edge_rag.models.folder import MANIFEST, file_sha256
 
-from . import EXTRA_HINT
 from . import log as _log
-from .slm import CHATML_TEMPLATE, PACKAGED, DEFAULT_SLM, assemble_gguf, verify_against_fp32
+from .slm import CHATML_TEMPLATE, DEFAULT_SLM, PACKAGED, assemble_gguf, verify_against_fp32
 from .weights import Weights, read_gguf, read_hf_folder
 
 BITS = (4, 8)
@@ -83,7 +82,8 @@ def _require() -> None:
         except ImportError:
             missing.append(module)
     if missing:
-        raise MissingExtra(f"the GQA exporter needs {', '.join(missing)}: {EXTRA_HINT}")
+        raise MissingExtra(f"the GQA exporter needs {', '.join(missing)}: "
+                           "pip install 'edge-rag[gguf-export]'")
 
 
 def _read(source: str, work: Path) -> Weights:

@@ -213,7 +213,7 @@ def read_hf_folder(folder: Path) -> Weights:
     where = {}
     for path in files:
         with safe_open(str(path), framework="numpy") as handle:
-            where.update({name: path for name in handle.keys()})
+            where.update(dict.fromkeys(handle.keys(), path))  # noqa: SIM118 - not a dict
 
     def get(name: str) -> np.ndarray | None:
         if name not in where:

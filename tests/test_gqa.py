@@ -4,13 +4,13 @@ import json
 
 import numpy as np
 import pytest
+from edge_rag_export.quantize import quantize
+from edge_rag_export.slm import CHECK_QUESTIONS, CHECKS, _same_answer
+from edge_rag_export.weights import read_hf_folder
 
 from edge_rag.cli import main
 from edge_rag.errors import EdgeRagError
 from edge_rag.models.slm import SLM, GenerationConfig
-from edge_rag_export.quantize import quantize
-from edge_rag_export.slm import CHECK_QUESTIONS, CHECKS, _same_answer
-from edge_rag_export.weights import read_hf_folder
 
 GREEDY = GenerationConfig(max_new_tokens=24)
 SYSTEM = "You answer questions about Li Hua's life in one short sentence."

@@ -61,6 +61,12 @@ class GqaDecoder:
         self._logits = np.zeros((1, self.vocab), dtype=np.float32)
         self._logits_value = ort.OrtValue.ortvalue_from_numpy(self._logits)
 
+    def reset(self) -> None:
+        """Forget every cached prefix (the next prompt is prefilled whole)."""
+        for cache in self.caches:
+            cache.ids.clear()
+        self.reused_tokens = 0
+
     def prefill(self, encoded: Sequence[Sequence[int]], chunk: int) -> np.ndarray:
         """Logits [rows, vocab] after each prompt; the first row's cache keeps a common prefix."""
         while len(self.caches) < len(encoded):
