@@ -89,6 +89,8 @@ def _add_export(commands: Any) -> None:
                      help="weight bits, block 32 (default: 4 with gqa; optimum is 8 only)")
     slm.add_argument("--asymmetric", action="store_true",
                      help="gqa: quantize with zero points (default: symmetric)")
+    slm.add_argument("--embed-bits", type=int, choices=(4, 8), default=None,
+                     help="gqa: bits of the embedding table and tied LM head (default: --bits)")
     _model_options(slm, None, _export_slm)
     planner = kinds.add_parser("planner", help="the adaptive planner's classifier head (A-E)",
                                description="Train the planner head on labelled dev queries "
@@ -283,7 +285,7 @@ def _export_planner(args: argparse.Namespace) -> int:
 
 def _export_slm(args: argparse.Namespace) -> int:
     if args.graph == "optimum":
-        if args.bits not in (None, 8) or args.asymmetric:
+        if args.bits not in (None, 8) or args.asymmetric or args.embed_bits:
             raise EdgeRagError("--graph optimum exports symmetric 8-bit weights only; "
                                "use --graph gqa for --bits 4 or --asymmetric")
         tool = _export_tool("slm")
@@ -292,7 +294,8 @@ def _export_slm(args: argparse.Namespace) -> int:
         return 0
     tool = _export_tool("gqa")
     print(tool.export_gqa(models_home(args.home), args.source, args.name, args.bits or 4,
-                          args.force, args.keep_fp32, symmetric=not args.asymmetric))
+                          args.force, args.keep_fp32, symmetric=not args.asymmetric,
+                          embed_bits=args.embed_bits))
     return 0
 
 

@@ -28,11 +28,15 @@ MAX_POSITIONS = 8192  # rotary table rows: the longest window a profile may ask 
 def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, bits: int = 4,
                force: bool = False, keep_fp32: bool = False, symmetric: bool = True,
                embed_bits: int | None = None, verify: bool = True) -> Path:
-    """Export ``source`` (packaged name, .gguf, HF folder) to ``home/models/NAME-q{bits}``."""
+    """Export ``source`` (packaged name, .gguf, HF folder) to ``home/models/NAME-q{bits}``.
+
+    With ``embed_bits`` other than ``bits`` the folder is ``NAME-q{bits}e{embed_bits}``.
+    """
     if bits not in BITS:
         raise EdgeRagError(f"--bits must be one of {BITS}, not {bits}")
     name = name or (source if source in PACKAGED else Path(source).stem.lower())
-    dest = home / "models" / f"{name}-q{bits}"
+    suffix = f"q{bits}" + (f"e{embed_bits}" if embed_bits and embed_bits != bits else "")
+    dest = home / "models" / f"{name}-{suffix}"
     if not force and (dest / MANIFEST).is_file():
         _log(f"{name} already exported at {dest} (use --force to redo)")
         return dest
@@ -126,7 +130,7 @@ def _write(weights: Weights, dest: Path, bits: int, positions: int, name: str, s
         f"int{bits}-{'sym' if symmetric else 'asym'}-block32-matmulnbits"
         f"{f'-embed{embed_bits}' if embed_bits and embed_bits != bits else ''}")
     manifest = {
-        "kind": "slm", "graph": "gqa", "name": f"{name}-{'fp32' if bits == 32 else f'q{bits}'}",
+        "kind": "slm", "graph": "gqa", "name": dest.name,
         "source": weights.origin, "architecture": c.architecture, "quantization": quantization,
         "sha256": file_sha256(tmp / "model.onnx"), "sha256_data": file_sha256(tmp / "model.onnx_data"),
         "chat_format": "chatml", "context_length": c.context_length, "max_positions": positions,
