@@ -107,7 +107,7 @@ def gqa_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def gqa_slm(gqa_folder: Path):
-    """The GQA-graph SmolLM2-135M (8 bits), loaded once."""
+    """The GQA-graph SmolLM2-135M (8 bits), loaded once; prefill in chunks of 16 tokens."""
     from edge_rag.models.slm import SLM
 
-    return SLM.from_path(gqa_folder, context_tokens=512)
+    return SLM(ModelFolder.open(gqa_folder), context_tokens=512, prefill_chunk=16)

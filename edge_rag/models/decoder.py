@@ -9,7 +9,8 @@ the context (the optimum graph's cache grows by a concatenation every step).
 
 Because the buffer stays, reusing a prompt's common prefix is bookkeeping: a :class:`KVCache`
 remembers which tokens its buffer holds, and a new prompt that starts with the same tokens
-(a fixed system prompt, the same instructions) prefills only what differs.
+(a fixed system prompt, the same instructions) prefills only what differs, from the last
+prefill-chunk boundary before the first difference.
 
 onnxruntime's GroupQueryAttention accepts a multi-token input after a non-empty cache only for
 batch size 1, so a batch runs as one cache and one session call per row (in lock step).
@@ -37,13 +38,18 @@ class KVCache:
         self.step_inputs = (np.zeros((1, 1), dtype=np.int64), np.zeros(1, dtype=np.int32),
                             np.zeros((), dtype=np.int32))
 
-    def reusable(self, ids: Sequence[int]) -> int:
-        """Length of the cached prefix a prompt ``ids`` can keep (at least one token stays new)."""
+    def reusable(self, ids: Sequence[int], chunk: int) -> int:
+        """Length of the cached prefix a prompt ``ids`` can keep (at least one token stays new).
+
+        Rounded down to a multiple of the prefill chunk: the rest of the prompt then runs in
+        the very chunks a fresh prefill would use, so reuse never changes a logit (a 1-token
+        and a 200-token matrix product may round differently, enough to flip a sampled token).
+        """
         limit = min(len(self.ids), len(ids) - 1)
         same = 0
         while same < limit and self.ids[same] == ids[same]:
             same += 1
-        return same
+        return same - same % chunk
 
 
 class GqaDecoder:
@@ -74,7 +80,7 @@ class GqaDecoder:
         del self.caches[max(1, len(encoded)):]  # extra rows' buffers are not kept between calls
         rows = []
         for cache, ids in zip(self.caches, encoded):
-            keep = cache.reusable(ids)
+            keep = cache.reusable(ids, chunk)
             self.reused_tokens = keep if cache is self.caches[0] else self.reused_tokens
             del cache.ids[keep:]
             for start in range(keep, len(ids), chunk):
