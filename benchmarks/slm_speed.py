@@ -1,8 +1,12 @@
-"""SLM speed and memory, fp32 vs int8 ONNX (and PyTorch): load, prefill, decode, TTFT, peak RSS.
+"""SLM speed and memory side by side: load, prefill, decode, TTFT, peak RSS.
 
-    python -m benchmarks.slm_speed [--models smollm2-135m qwen2.5-coder-0.5b] [--new-tokens 64]
+    python -m benchmarks.slm_speed [--models smollm2-135m qwen2.5-coder-0.5b]
+        [--variants int8 q8 q4 llama.cpp] [--prompt-tokens 300 1000] [--new-tokens 64]
 
-Each (model, variant) runs in its own process so that peak RSS is its own.
+Variants: ``int8`` (optimum graph), ``q8``/``q4`` (GQA graph, ``edge-rag export slm --bits``),
+``fp32``, ``pytorch`` (the GGUF in transformers, [export] extra) and ``llama.cpp`` (the same
+GGUF through llama-cpp-python when it is installed). Each (model, variant) runs in its own
+process so that peak RSS is its own; within it the prompt lengths run shortest first.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
@@ -36,8 +41,12 @@ def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int) -> di
     prompt = slm.chat(_context(slm, prompt_tokens) + "\n\nSummarise the conversation.")
     slm.generate(slm.chat("Hi"), GenerationConfig(max_new_tokens=2))  # warm-up
     stream_start = time.perf_counter()
+    if slm._gqa is not None:
+        slm._gqa.reset()
     first = next(iter(slm.stream(prompt, GenerationConfig(max_new_tokens=1, ignore_eos=True))))
     ttft_ms = (time.perf_counter() - stream_start) * 1000
+    if slm._gqa is not None:
+        slm._gqa.reset()  # measure a whole prefill, not the prefix the TTFT run left behind
     result = slm.generate(prompt, GenerationConfig(max_new_tokens=new_tokens, ignore_eos=True))
     size = sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith("model.onnx"))
     return {"model": model, "variant": variant, "file_mb": round(size / 2**20, 1),
@@ -46,6 +55,45 @@ def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int) -> di
             "decode_tps": round((result.new_tokens - 1) / (result.decode_ms / 1000), 1),
             "ttft_ms": round(ttft_ms, 1), "first_piece": first,
             "peak_rss_mb": round(peak_rss_mb(), 1)}
+
+
+def measure_llama_cpp(model: str, prompt_tokens: int, new_tokens: int) -> dict:
+    """The same measurement with llama.cpp (llama-cpp-python) on the packaged GGUF, 2 threads."""
+    import numpy as np
+    from edge_rag_export.slm import PACKAGED, assemble_gguf
+    from llama_cpp import Llama
+
+    from edge_rag.models.slm import SLM
+
+    work = models_home() / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    gguf = assemble_gguf(PACKAGED[model], work)
+    start = time.perf_counter()
+    llm = Llama(model_path=str(gguf), n_ctx=2048, n_threads=2, n_batch=512, verbose=False)
+    load_s = time.perf_counter() - start
+    slm = SLM.from_path(_folder(model), threads=0)  # the same prompt text
+    prompt = slm.chat(_context(slm, prompt_tokens) + "\n\nSummarise the conversation.")
+    del slm
+    ids = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    llm.eval(llm.tokenize(b"Hi", add_bos=False))  # warm-up
+    llm.reset()
+    start = time.perf_counter()
+    llm.eval(ids)
+    prefill_s = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(new_tokens - 1):
+        llm.eval([int(np.argmax(llm.scores[llm.n_tokens - 1]))])
+    decode_s = time.perf_counter() - start
+    return {"model": model, "variant": "llama.cpp", "file_mb": round(gguf.stat().st_size / 2**20, 1),
+            "load_s": round(load_s, 2), "prompt_tokens": len(ids),
+            "prefill_tps": round(len(ids) / prefill_s, 1),
+            "decode_tps": round((new_tokens - 1) / decode_s, 1),
+            "ttft_ms": round(prefill_s * 1000, 1), "peak_rss_mb": round(peak_rss_mb(), 1)}
+
+
+def _folder(model: str):
+    models = models_home() / "models"
+    return next(p for p in (models / f"{model}-{v}" for v in ("q4", "q8", "int8")) if p.is_dir())
 
 
 def measure_pytorch(model: str, prompt_tokens: int, new_tokens: int) -> dict:
@@ -101,10 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.child:
         model, variant = args.child
-        if variant == "pytorch":
-            print(json.dumps(measure_pytorch(model, args.prompt_tokens, args.new_tokens)))
-        else:
-            print(json.dumps(measure(model, variant, args.prompt_tokens, args.new_tokens)))
+        run = {"pytorch": measure_pytorch, "llama.cpp": measure_llama_cpp}.get(variant)
+        rows = [run(model, n, args.new_tokens) if run else measure(model, variant, n, args.new_tokens)
+                for n in sorted(args.prompt_tokens)]
+        print(json.dumps(rows))
         return 0
     rows = []
     for model in args.models:
@@ -112,34 +160,52 @@ def main(argv: list[str] | None = None) -> int:
             if variant == "pytorch" and importlib.util.find_spec("torch") is None:
                 print("skip pytorch: the [export] extra is not installed", file=sys.stderr)
                 continue
-            if variant != "pytorch" and not (models_home() / "models" / f"{model}-{variant}").is_dir():
+            if variant == "llama.cpp" and importlib.util.find_spec("llama_cpp") is None:
+                print("skip llama.cpp: llama-cpp-python is not installed", file=sys.stderr)
+                continue
+            folder = models_home() / "models" / f"{model}-{variant}"
+            if variant not in ("pytorch", "llama.cpp") and not folder.is_dir():
                 print(f"skip {model}-{variant}: not exported", file=sys.stderr)
                 continue
             print(f"measuring {model}-{variant} ...", file=sys.stderr, flush=True)
-            rows.append(_child(model, variant, args))
+            rows.extend(_child(model, variant, args))
     for model in args.models:
         rows.append({"model": model, "variant": "llama.cpp (MODELS.md)", **LLAMA_CPP[model]})
-    headers = ["model", "variant", "file_mb", "load_s", "prefill_tps", "decode_tps", "ttft_ms",
-               "peak_rss_mb"]
+    _add_ratios(rows)
+    headers = ["model", "variant", "prompt_tokens", "file_mb", "load_s", "prefill_tps",
+               "decode_tps", "decode_vs_shortest", "ttft_ms", "peak_rss_mb"]
     print(markdown_table(headers, [[r.get(h, "") for h in headers] for r in rows]))
-    payload = {"prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens, "rows": rows}
-    print(f"wrote {write_result(f'slm_speed_p{args.prompt_tokens}', payload)}")
+    payload = {"prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
+               "load_average": list(os.getloadavg()), "rows": rows}
+    name = "slm_speed_p" + "_".join(str(n) for n in sorted(args.prompt_tokens))
+    print(f"wrote {write_result(name, payload)}")
     return 0
+
+
+def _add_ratios(rows: list[dict]) -> None:
+    """decode_vs_shortest: decode speed at this prompt length / at the shortest one measured."""
+    first: dict[tuple[str, str], float] = {}
+    for row in rows:
+        key = (row["model"], row["variant"])
+        if "prompt_tokens" in row and row.get("decode_tps"):
+            first.setdefault(key, row["decode_tps"])
+            row["decode_vs_shortest"] = round(row["decode_tps"] / first[key], 2)
 
 
 def _child(model: str, variant: str, args: argparse.Namespace) -> dict:
     command = [sys.executable, "-m", "benchmarks.slm_speed", "--child", model, variant,
-               "--prompt-tokens", str(args.prompt_tokens), "--new-tokens", str(args.new_tokens)]
+               "--prompt-tokens", *map(str, args.prompt_tokens), "--new-tokens", str(args.new_tokens)]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    return json.loads(output.strip().splitlines()[-1])
+    return json.loads(output.strip().splitlines()[-1])  # one row per prompt length
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", nargs="+", default=list(LLAMA_CPP))
-    parser.add_argument("--variants", nargs="+", default=["fp32", "int8", "pytorch"],
-                        help="fp32, int8 (ONNX folders) and/or pytorch (the GGUF in transformers)")
-    parser.add_argument("--prompt-tokens", type=int, default=1000)
+    parser.add_argument("--variants", nargs="+", default=["int8", "q8", "q4", "llama.cpp"],
+                        help="int8 (optimum graph), q8/q4 (GQA graph), fp32 (model folders), "
+                        "pytorch (the GGUF in transformers), llama.cpp (llama-cpp-python)")
+    parser.add_argument("--prompt-tokens", type=int, nargs="+", default=[300, 1000])
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "VARIANT"), help=argparse.SUPPRESS)
     return parser

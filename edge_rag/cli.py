@@ -79,12 +79,24 @@ def _add_export(commands: Any) -> None:
     _model_options(embedder, "all-MiniLM-L6-v2", _export_embedder)
     slm = kinds.add_parser("slm", help="a small language model (default qwen2.5-coder-0.5b)",
                            description="Export a small language model (a packaged one, a .gguf "
-                           "file or a Hugging Face folder) to ONNX with KV cache and int8 weights "
-                           "(weight-only MatMulNBits).")
+                           "file or a Hugging Face folder) to ONNX with a KV cache. --graph gqa "
+                           "(default) writes onnxruntime's fused GroupQueryAttention graph with "
+                           "numpy, gguf and onnx only (no torch; llama, qwen2, mistral) to "
+                           "NAME-q4/-q8; --graph optimum exports through transformers and "
+                           "optimum (any architecture they cover, int8 only) to NAME-int8. "
+                           "Every export is checked against fp32 on fixed questions.")
     slm.add_argument("source", nargs="?", default="qwen2.5-coder-0.5b",
                      help="smollm2-135m, qwen2.5-coder-0.5b, a .gguf file or an HF model folder "
                      "(default: %(default)s)")
     slm.add_argument("--keep-fp32", action="store_true", help="also write the fp32 model folder")
+    slm.add_argument("--graph", choices=("gqa", "optimum"), default="gqa",
+                     help="graph builder (default: %(default)s)")
+    slm.add_argument("--bits", type=int, choices=(4, 8), default=None,
+                     help="weight bits, block 32 (default: 4 with gqa; optimum is 8 only)")
+    slm.add_argument("--asymmetric", action="store_true",
+                     help="gqa: quantize with zero points (default: symmetric)")
+    slm.add_argument("--embed-bits", type=int, choices=(4, 8), default=None,
+                     help="gqa: bits of the embedding table and tied LM head (default: --bits)")
     _model_options(slm, None, _export_slm)
     planner = kinds.add_parser("planner", help="the adaptive planner's classifier head (A-F)",
                                description="Train the planner head on labelled dev queries "
@@ -366,9 +378,18 @@ def _export_planner(args: argparse.Namespace) -> int:
 
 
 def _export_slm(args: argparse.Namespace) -> int:
-    tool = _export_tool("slm")
-    print(tool.export_slm(models_home(args.home), args.source, args.name, args.force,
-                          args.keep_fp32))
+    if args.graph == "optimum":
+        if args.bits not in (None, 8) or args.asymmetric or args.embed_bits:
+            raise EdgeRagError("--graph optimum exports symmetric 8-bit weights only; "
+                               "use --graph gqa for --bits 4 or --asymmetric")
+        tool = _export_tool("slm")
+        print(tool.export_slm(models_home(args.home), args.source, args.name, args.force,
+                              args.keep_fp32))
+        return 0
+    tool = _export_tool("gqa")
+    print(tool.export_gqa(models_home(args.home), args.source, args.name, args.bits or 4,
+                          args.force, args.keep_fp32, symmetric=not args.asymmetric,
+                          embed_bits=args.embed_bits))
     return 0
 
 

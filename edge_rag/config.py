@@ -34,7 +34,7 @@ class Settings:
     chunk_tokens: int = 128
     chunk_overlap: int = 32
     embed_batch_size: int = 8
-    slm: str = "qwen2.5-coder-0.5b-int8"
+    slm: str = "qwen2.5-coder-0.5b-q4"
     slm_context_tokens: int = 2048
     context_token_budget: int = 1024
     answer_max_tokens: int = 96

@@ -14,7 +14,7 @@ from edge_rag.errors import EdgeRagError, ModelNotFound
 from edge_rag.models.folder import MANIFEST, file_sha256
 
 from . import log as _log
-from . import require_export_extra
+from . import quiet, require_export_extra
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "mistral")
 BLOCK_SIZE = 32
@@ -113,7 +113,7 @@ def export_slm(home: Path, source: str = DEFAULT_SLM, name: str | None = None,
                       extra=onnx_dir)
         _write_folder(quantized / "model.onnx", hf_dir, int8_dir, name, origin, stops,
                       "int8-weight-only-matmulnbits", extra=quantized)
-        _verify(fp32_dir, int8_dir)
+        verify_against_fp32(fp32_dir, int8_dir)
         if keep_fp32:
             shutil.rmtree(home / "models" / f"{name}-fp32", ignore_errors=True)
             shutil.move(str(fp32_dir), home / "models" / f"{name}-fp32")
@@ -132,21 +132,25 @@ def agreement(fp32_dir: Path, int8_dir: Path) -> list[tuple[str, str]]:
     return list(zip(*answers))
 
 
-def _verify(fp32_dir: Path, int8_dir: Path) -> None:
-    _log(f"checking int8 against fp32 on {len(CHECK_QUESTIONS)} fixed questions ...")
-    pairs = agreement(fp32_dir, int8_dir)
+def verify_against_fp32(fp32_dir: Path, quantized_dir: Path) -> None:
+    """Compare a quantized export with fp32 on the fixed questions; delete it and raise if it differs.
+
+    The result is recorded in the quantized folder's manifest (``verified_against_fp32``).
+    """
+    _log(f"checking {quantized_dir.name} against fp32 on {len(CHECK_QUESTIONS)} fixed questions ...")
+    pairs = agreement(fp32_dir, quantized_dir)
     same = sum(_same_answer(a, b, key) for (a, b), (*_, key) in zip(pairs, CHECKS))
     identical = sum(_normalise(a) == _normalise(b) for a, b in pairs)
-    manifest_path = int8_dir / MANIFEST
+    manifest_path = quantized_dir / MANIFEST
     manifest = json.loads(manifest_path.read_text())
     manifest["verified_against_fp32"] = (f"{same}/{len(pairs)} same answers, "
                                          f"{identical}/{len(pairs)} identical texts")
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    _log(f"int8 gives the fp32 answer on {same} of {len(pairs)} questions")
+    _log(f"{quantized_dir.name} gives the fp32 answer on {same} of {len(pairs)} questions")
     if same < MIN_AGREEMENT:
-        shutil.rmtree(int8_dir)
-        raise EdgeRagError(f"the int8 model changed {len(pairs) - same} of {len(pairs)} answers; "
-                           "refusing to ship it")
+        shutil.rmtree(quantized_dir)
+        raise EdgeRagError(f"the quantized model changed {len(pairs) - same} of {len(pairs)} "
+                           "answers; refusing to ship it")
 
 
 def _same_answer(first: str, second: str, key: str) -> bool:
@@ -179,12 +183,13 @@ def _gguf_to_hf(gguf: Path, out: Path) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     _log(f"loading {gguf.name} (dequantised to fp32) ...")
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                 torch_dtype=torch.float32)
-    _check_architecture(model.config.model_type, str(gguf))
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    with quiet():
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                     torch_dtype=torch.float32)
+        _check_architecture(model.config.model_type, str(gguf))
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
     return out
 
 
@@ -197,8 +202,9 @@ def _check_architecture(model_type: str, source: str) -> None:
 def _onnx_export(hf_dir: Path, out: Path) -> None:
     from optimum.exporters.onnx import main_export
 
-    main_export(str(hf_dir), output=str(out), task="text-generation-with-past",
-                library_name="transformers", device="cpu", do_validation=False)
+    with quiet():
+        main_export(str(hf_dir), output=str(out), task="text-generation-with-past",
+                    library_name="transformers", device="cpu", do_validation=False)
 
 
 def prepare_graph(model) -> None:
@@ -248,9 +254,10 @@ def _quantize(model_path: Path, out: Path) -> None:
 
     model = onnx.load(str(model_path))
     prepare_graph(model)
-    quantizer = MatMulNBitsQuantizer(model, bits=8, block_size=BLOCK_SIZE, is_symmetric=True,
-                                     accuracy_level=4)
-    quantizer.process()
+    with quiet():
+        quantizer = MatMulNBitsQuantizer(model, bits=8, block_size=BLOCK_SIZE, is_symmetric=True,
+                                         accuracy_level=4)
+        quantizer.process()
     # Weights in a side file let onnxruntime map them instead of copying a parsed protobuf:
     # peak RSS at load drops by about the model's size.
     onnx.save_model(quantizer.model.model, str(out), save_as_external_data=True,

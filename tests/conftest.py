@@ -75,3 +75,39 @@ def slm(settings: Settings):
     if not (path / "manifest.json").is_file():
         pytest.fail(f"no exported SLM at {path}: run 'edge-rag export slm smollm2-135m' first")
     return SLM.from_path(path, context_tokens=512)
+
+
+GQA_EXPORT = """
+import sys
+sys.modules["torch"] = None  # any "import torch" now raises ImportError
+sys.modules["transformers"] = None
+try:
+    import torch  # noqa: F401
+except ImportError:
+    pass
+else:
+    raise SystemExit("torch is importable")
+from pathlib import Path
+from edge_rag_export.gqa import export_gqa
+export_gqa(Path(sys.argv[1]), "smollm2-135m", bits=8, verify=False)
+"""
+
+
+@pytest.fixture(scope="session")
+def gqa_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SmolLM2-135M's GGUF written as an 8-bit GQA graph by a process that cannot import torch."""
+    import subprocess
+    import sys
+
+    home = tmp_path_factory.mktemp("gqa-home")
+    subprocess.run([sys.executable, "-c", GQA_EXPORT, str(home)], check=True,
+                   capture_output=True, text=True)
+    return home / "models" / "smollm2-135m-q8"
+
+
+@pytest.fixture(scope="session")
+def gqa_slm(gqa_folder: Path):
+    """The GQA-graph SmolLM2-135M (8 bits), loaded once; prefill in chunks of 16 tokens."""
+    from edge_rag.models.slm import SLM
+
+    return SLM(ModelFolder.open(gqa_folder), context_tokens=512, prefill_chunk=16)

@@ -1,4 +1,7 @@
-"""The torch-free SLM runtime on the real exported SmolLM2-135M (int8 weights)."""
+"""The torch-free SLM runtime on the real exported SmolLM2-135M, both graph kinds.
+
+Every test runs on the optimum int8 graph and on the GQA 8-bit graph (``export/gqa_graph.py``).
+"""
 
 import json
 
@@ -10,6 +13,12 @@ from edge_rag.models.slm import ContextOverflow, GenerationConfig
 CONTEXT = ("Sources:\n[1] The bakery on Elm Street opens at 7 am every day.\n"
            "[2] Li Hua buys croissants there on Saturdays.\n\nQuestion: When does the bakery open?")
 GREEDY = GenerationConfig(max_new_tokens=24)
+
+
+@pytest.fixture(scope="module", params=["optimum", "gqa"])
+def slm(request, slm, gqa_slm):
+    """The conftest's optimum-graph SLM, then the GQA-graph one."""
+    return slm if request.param == "optimum" else gqa_slm
 
 
 def test_known_answer_from_a_given_context(slm):

@@ -1,8 +1,12 @@
 """Small language model runtime: ONNX decoder with KV cache, sampling, streaming, constraints.
 
-Only onnxruntime, tokenizers and numpy. The decoder is an optimum "text-generation-with-past"
-export: inputs ``input_ids``, ``attention_mask``, (``position_ids``), ``past_key_values.N.key/
-value``; outputs ``logits`` and ``present.N.key/value``. Batches are left-padded.
+Only onnxruntime, tokenizers and numpy. Two graph kinds, told apart by the manifest's ``graph``:
+
+- ``optimum``: a "text-generation-with-past" export: inputs ``input_ids``, ``attention_mask``,
+  (``position_ids``), ``past_key_values.N.key/value``; outputs ``logits`` and
+  ``present.N.key/value``. Batches are left-padded.
+- ``gqa``: the GroupQueryAttention graph written by ``export/gqa_graph.py``, run by
+  :class:`~.decoder.GqaDecoder` (in-place KV buffers, prefix reuse, one cache per batch row).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from tokenizers import Tokenizer
 
 from ..errors import ContextOverflow, EdgeRagError
 from .constraints import Constraint, TokenMask
+from .decoder import GqaDecoder
 from .folder import ModelFolder
 from .session import new_session, session_options
 
@@ -85,6 +90,8 @@ class SLM:
         self._pieces: dict[int, str] = {}
         # Prefix cache: the tokens and KV cache of the last single prompt prefilled.
         self._prefix: tuple[list[int], list[ort.OrtValue]] | None = None
+        self._gqa = GqaDecoder(self.session, manifest, self.context_tokens) \
+            if manifest.get("graph") == "gqa" else None
 
     @classmethod
     def from_path(cls, path: str | Path, threads: int = 0, context_tokens: int | None = None) -> SLM:
@@ -260,6 +267,11 @@ class SLM:
                  reuse: bool = True) -> tuple[np.ndarray, list[ort.OrtValue], np.ndarray]:
         # The prompt goes in windows: the graph materialises [heads, window, total] attention
         # scores, so a long prompt in one piece would set the process's peak memory.
+        if self._gqa is not None:
+            logits = self._gqa.prefill(encoded, self.prefill_chunk, exact=reuse)
+            if timings is not None:
+                timings["cached_tokens"] = self._gqa.reused_tokens
+            return logits, [], np.zeros(0)
         width = max(len(ids) for ids in encoded)
         pad = next(iter(self.stop_ids), 0)
         ids = np.array([[pad] * (width - len(x)) + x for x in encoded], dtype=np.int64)
@@ -292,6 +304,8 @@ class SLM:
 
     def _step(self, next_ids: list[int], past: list[ort.OrtValue],
               mask: np.ndarray) -> tuple[np.ndarray, list[ort.OrtValue], np.ndarray]:
+        if self._gqa is not None:
+            return self._gqa.step(next_ids), past, mask
         mask = np.concatenate([mask, np.ones((mask.shape[0], 1), dtype=np.int64)], axis=1)
         ids = np.array(next_ids, dtype=np.int64)[:, None]
         logits, present = self._run(ids, mask, past)

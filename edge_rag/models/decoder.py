@@ -1,0 +1,139 @@
+"""Run a GroupQueryAttention decoder graph (``edge-rag export slm --graph gqa``) step by step.
+
+The graph (see ``export/gqa_graph.py``) takes ``input_ids``, ``seqlens_k`` (tokens in the
+cache after the call, minus one), ``total_sequence_length`` and one preallocated key and one
+value buffer per layer, ``[1, kv_heads, window, head_dim]``. The same buffer is bound as the
+layer's past input and its present output, so GroupQueryAttention appends the new keys and
+values in place: nothing is copied or concatenated per step, and decode time hardly grows with
+the context (the optimum graph's cache grows by a concatenation every step).
+
+Because the buffer stays, reusing a prompt's common prefix is bookkeeping: a :class:`KVCache`
+remembers which tokens its buffer holds, and a new prompt that starts with the same tokens
+(a fixed system prompt, the same instructions) prefills only what differs, from the last
+prefill-chunk boundary before the first difference.
+
+onnxruntime's GroupQueryAttention accepts a multi-token input after a non-empty cache only for
+batch size 1, so a batch runs as one cache and one session call per row (in lock step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import onnxruntime as ort
+
+
+class KVCache:
+    """One sequence's key/value buffers and the tokens whose keys and values they hold."""
+
+    def __init__(self, layers: int, kv_heads: int, head_dim: int, window: int) -> None:
+        shape = [1, kv_heads, window, head_dim]
+        self.window = window
+        self.buffers = [ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32)
+                        for _ in range(2 * layers)]
+        self.ids: list[int] = []
+        self.step_binding: ort.IOBinding | None = None
+        # Decode-step inputs, bound once as OrtValues sharing these arrays' memory.
+        self.step_inputs = (np.zeros((1, 1), dtype=np.int64), np.zeros(1, dtype=np.int32),
+                            np.zeros((), dtype=np.int32))
+
+    def reusable(self, ids: Sequence[int], chunk: int) -> int:
+        """Length of the cached prefix a prompt ``ids`` can keep (at least one token stays new).
+
+        Rounded down to a multiple of the prefill chunk: the rest of the prompt then runs in
+        the very chunks a fresh prefill would use, so reuse never changes a logit (a 1-token
+        and a 200-token matrix product may round differently, enough to flip a sampled token).
+        """
+        limit = min(len(self.ids), len(ids) - 1)
+        same = 0
+        while same < limit and self.ids[same] == ids[same]:
+            same += 1
+        return same - same % chunk
+
+
+class GqaDecoder:
+    """Prefill and decode through a GQA graph with caches that live across calls."""
+
+    def __init__(self, session: ort.InferenceSession, manifest: dict, window: int) -> None:
+        self.session = session
+        self.layers = int(manifest["num_layers"])
+        self.kv_heads = int(manifest["num_kv_heads"])
+        self.head_dim = int(manifest["head_dim"])
+        self.vocab = int(manifest["vocab_size"])
+        self.window = min(window, int(manifest.get("max_positions", window)))
+        self.caches: list[KVCache] = []
+        self.reused_tokens = 0
+        self._logits = np.zeros((1, self.vocab), dtype=np.float32)
+        self._logits_value = ort.OrtValue.ortvalue_from_numpy(self._logits)
+
+    def reset(self) -> None:
+        """Forget every cached prefix (the next prompt is prefilled whole)."""
+        for cache in self.caches:
+            cache.ids.clear()
+        self.reused_tokens = 0
+
+    def prefill(self, encoded: Sequence[Sequence[int]], chunk: int, exact: bool = False) -> np.ndarray:
+        """Logits [rows, vocab] after each prompt; the first row's cache keeps a common prefix.
+
+        ``exact`` (greedy decoding) keeps the whole common prefix; otherwise it is rounded down
+        to a prefill-chunk boundary so that a seeded sample is reproduced exactly.
+        """
+        while len(self.caches) < len(encoded):
+            self.caches.append(KVCache(self.layers, self.kv_heads, self.head_dim, self.window))
+        del self.caches[max(1, len(encoded)):]  # extra rows' buffers are not kept between calls
+        rows = []
+        for cache, ids in zip(self.caches, encoded):
+            keep = cache.reusable(ids, 1 if exact else chunk)
+            self.reused_tokens = keep if cache is self.caches[0] else self.reused_tokens
+            del cache.ids[keep:]
+            for start in range(keep, len(ids), chunk):
+                self._run(cache, list(ids[start:start + chunk]))
+            rows.append(self._logits[0].copy())
+        return np.stack(rows)
+
+    def step(self, next_ids: Sequence[int]) -> np.ndarray:
+        """Logits [rows, vocab] after appending one token to each row's cache."""
+        rows = []
+        for cache, token in zip(self.caches, next_ids):
+            total = self._check(cache, 1)
+            ids, seqlens, total_length = cache.step_inputs
+            ids[0, 0], seqlens[0], total_length[...] = int(token), total - 1, total
+            self.session.run_with_iobinding(self._step_binding(cache))
+            cache.ids.append(int(token))
+            rows.append(self._logits[0].copy())
+        return np.stack(rows)
+
+    def _check(self, cache: KVCache, new: int) -> int:
+        total = len(cache.ids) + new
+        if total > cache.window:
+            raise ValueError(f"{total} tokens exceed the {cache.window}-token cache")
+        return total
+
+    def _step_binding(self, cache: KVCache) -> ort.IOBinding:
+        # Bound once per cache: a decode step only writes three numbers into bound arrays.
+        if cache.step_binding is None:
+            binding = self.session.io_binding()
+            for name, array in zip(("input_ids", "seqlens_k", "total_sequence_length"),
+                                   cache.step_inputs):
+                binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(array))
+            cache.step_binding = self._bind_cache(binding, cache)
+        return cache.step_binding
+
+    def _run(self, cache: KVCache, new: list[int]) -> None:
+        total = self._check(cache, len(new))
+        binding = self.session.io_binding()
+        binding.bind_cpu_input("input_ids", np.array([new], dtype=np.int64))
+        binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
+        binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
+        self.session.run_with_iobinding(self._bind_cache(binding, cache))
+        cache.ids.extend(new)
+
+    def _bind_cache(self, binding: ort.IOBinding, cache: KVCache) -> ort.IOBinding:
+        for layer in range(self.layers):
+            for slot, kind in ((0, "key"), (1, "value")):
+                buffer = cache.buffers[2 * layer + slot]
+                binding.bind_ortvalue_input(f"past_key_values.{layer}.{kind}", buffer)
+                binding.bind_ortvalue_output(f"present.{layer}.{kind}", buffer)
+        binding.bind_ortvalue_output("logits", self._logits_value)
+        return binding

