@@ -186,6 +186,8 @@ def _add_chat(commands: Any) -> None:
     chat.add_argument("--method", default="vector", choices=sorted(RETRIEVERS) + ["auto"],
                       help="retrieval method; auto lets the planner choose (default: %(default)s)")
     chat.add_argument("--top-k", type=int, default=None, help="chunks to retrieve (default: profile)")
+    chat.add_argument("--json", action="store_true",
+                      help="one JSON object per answer (the 'ask --json' shape) instead of streamed text")
     chat.set_defaults(handler=_chat)
 
 
@@ -327,6 +329,10 @@ def _chat(args: argparse.Namespace) -> int:
 
 def _chat_answer(rag: EdgeRAG, question: str, args: argparse.Namespace) -> None:
     """Stream one answer, then its sources; Ctrl-C stops this answer only."""
+    if args.json:
+        answer = rag.ask(question, method=args.method, top_k=args.top_k)
+        print(json.dumps(answer.to_dict(), ensure_ascii=False), flush=True)
+        return
     stream = rag.ask(question, method=args.method, top_k=args.top_k, stream=True)
     try:
         for piece in stream:
