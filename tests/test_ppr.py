@@ -11,7 +11,7 @@ from edge_rag import EdgeRAG
 from edge_rag.retrieve import GraphReader, make_retriever
 from edge_rag.retrieve.base import IndexView
 from edge_rag.retrieve.ppr import PPRRetriever, WalkGraph, restart
-from edge_rag.store.walk import GraphArrays, WalkTables
+from edge_rag.store.walk import GraphArrays
 
 # Entities 1..4; chunks 10, 11 (document 0), 12 (document 1).
 ARRAYS = GraphArrays(
@@ -75,7 +75,7 @@ def test_seeds_weigh_specific_entities_more(rag: EdgeRAG) -> None:
     for text in ("AnaLee: I bake bread with BoKim.", "AnaLee: I run at dawn.", "AnaLee: I paint boats."):
         rag.insert_text(text, source=text)
     retriever = make_retriever("ppr", _view(rag))
-    named = WalkTables(rag.store.conn).entities_named(["analee", "bokim"])
+    named = rag.store.graph.entity_of_keys(["analee", "bokim"])
     seeds = retriever.seed_entities(rag.walk_graph(), list(named.values()), np.zeros((0, 384)))
     assert seeds[named["bokim"]] == pytest.approx(3 ** 0.5 * seeds[named["analee"]])  # 3 chunks vs 1
 

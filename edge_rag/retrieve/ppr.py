@@ -157,7 +157,7 @@ class PPRRetriever:
         view = self.graph.view
         with timed(result.timings_ms, "keywords"):
             terms, grams = query_terms(question)
-            exact = self.graph.view.store.walk.entities_named(entity_key(t) for t in terms + grams)
+            exact = self.graph.tables.entity_of_keys(entity_key(t) for t in terms + grams)
             missing = [t for t in terms if entity_key(t) not in exact]
         with timed(result.timings_ms, "embed"):
             vectors = view.embedder.embed([question, *missing])  # one batch

@@ -4,7 +4,7 @@ arrays, read once per index generation, plus the few per-query lookups it makes.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,16 +60,6 @@ class WalkTables:
             column(chunks, 2, np.int64), column(relations, 0, np.int64), column(relations, 1, np.int64),
             column(relations, 2, np.float32), column(relations, 3, bool),
             column(links, 0, np.int64), column(links, 1, np.int64))
-
-    def entities_named(self, keys: Iterable[str]) -> dict[str, int]:
-        """Nodes whose normalised name (``entity_keys.key``) is exactly one of ``keys``."""
-        out: dict[str, int] = {}
-        for part in parts(sorted(set(keys))):
-            rows = self.conn.execute(
-                f"SELECT key, entity_id FROM entity_keys WHERE key IN ({marks(part)}) "
-                "AND entity_id IS NOT NULL", part)
-            out.update(rows.fetchall())
-        return out
 
     def chunk_vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored (f16) vectors of chunks by id."""
