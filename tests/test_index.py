@@ -164,4 +164,4 @@ def test_blank_text_is_reported_not_raised(rag):
                          ids=lambda p: p.stem)
 def test_every_shipped_profile_loads(path):
     settings = Settings.load(path.stem)
-    assert settings.profile == path.stem and settings.slm.endswith("-int8")
+    assert settings.profile == path.stem and settings.slm.endswith(("-int8", "-q4", "-q8", "-q4e8"))
