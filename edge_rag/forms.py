@@ -86,7 +86,8 @@ def answer_form(question: str, evidence: str, chat: bool, best: list[str] | None
         # A past event of a chat is dated by the chat ("When did ...?"); a planned one by what
         # the messages say ("When does/will ...?").
         past = re.search(r"^(?:question:\s*)?when (?:did|was|were)\b", question, re.IGNORECASE)
-        spans = [] if past else [m.group().strip() for m in TIME_SPAN.finditer(evidence)]
+        spans = [] if past else [m.group().strip() for m in TIME_SPAN.finditer(_said_by_subject(
+            question, evidence) if chat and kind == "time" else evidence)]
         if kind == "when":
             spans += STAMP.findall(evidence) if past or not spans else []
             spans += [m.group() for m in DATE.finditer(evidence)]
@@ -97,6 +98,16 @@ def answer_form(question: str, evidence: str, chat: bool, best: list[str] | None
 def answer_span(question: str) -> re.Pattern[str] | None:
     """What a line holding the answer contains, for time and when questions (TR's K_a)."""
     return TIME_SPAN if question_kind(question) in ("time", "when") else None
+
+
+def _said_by_subject(question: str, evidence: str) -> str:
+    """In a chat, the lines of the speaker a what-time question is about ("What time does Li Hua
+    check in ...?" is answered by what Li Hua says), or all the evidence when that speaker has
+    no time to offer."""
+    asked = _compact(question)
+    lines = [line for line in evidence.splitlines()
+             if (m := SPEAKER_LINE.match(line)) and _compact(m.group(1)) in asked]
+    return "\n".join(lines) if any(TIME_SPAN.search(line) for line in lines) else evidence
 
 
 def _best_names(best: list[str], lines: int = 3) -> tuple[str, ...]:

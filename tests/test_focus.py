@@ -65,3 +65,13 @@ def test_start_mask_follows_the_spans_then_frees():
     assert sorted(mask.allowed(0, [])) == [1, 3]
     assert list(mask.allowed(1, [1])) == [2]
     assert mask.allowed(1, [3]) is None and mask.allowed(2, [1, 2]) is None
+
+
+def test_a_what_time_question_takes_its_times_from_the_subjects_own_lines():
+    chat = ("[1] 20260105_14:00\nAdamSmith: You can come by anytime after 5 PM today.\n"
+            "LiHua: Awesome! I'll be there around 5:30 PM then.")
+    asked = "What time does Li Hua check in with Adam about moving in?"
+    assert answer_form(asked, chat, chat=True).starts == ("around 5:30 PM",)
+    # A subject who names no time leaves every time in the sources to choose from.
+    other = "What time does Wolfgang want to meet?"
+    assert answer_form(other, chat, chat=True).starts == ("after 5 PM", "today", "around 5:30 PM")
