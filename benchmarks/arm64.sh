@@ -97,6 +97,9 @@ make_venv() {
   [ -x "$ROOT/venv/bin/python" ] || inside /usr/bin/python3 -m venv /venv
   inside /venv/bin/python -m pip install -q --disable-pip-version-check --root-user-action=ignore \
     --prefer-binary "/work/dist/$wheel" pytest hypothesis
+  # A rebuilt wheel keeps its version number: reinstall it so the root runs the code of this checkout.
+  inside /venv/bin/python -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+    --force-reinstall --no-deps "/work/dist/$wheel"
   inside /venv/bin/python -m pip list --format=freeze > "$WORK/pip-freeze.txt"
   echo "$(( $(stamp) - t0 ))" > "$ROOT/.edge-rag-venv-done"
 }
