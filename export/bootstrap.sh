@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Set up edge-rag on a fresh machine and export the models it needs.
 #   bash export/bootstrap.sh demo   # then index the sample corpus export/demo/ and answer a question
-#   bash export/bootstrap.sh dev    # test extras and SmolLM2-135M (the test SLM), then stop
-#   bash export/bootstrap.sh test   # dev, then ruff, mypy and the whole test suite (what CI runs)
+#   bash export/bootstrap.sh dev    # test extras and SmolLM2-135M (the test SLM); the README's
+#                                   # test command (what CI runs) then runs ruff, mypy and pytest
 # Add --verbose to see the export libraries' warnings and logs (EDGE_RAG_VERBOSE=1 does the same).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MODE="${1:-demo}"
 case "$MODE" in
-  demo|dev|test) ;;
-  *) echo "usage: bash export/bootstrap.sh [demo|dev|test] [--verbose]" >&2; exit 2 ;;
+  demo|dev) ;;
+  *) echo "usage: bash export/bootstrap.sh [demo|dev] [--verbose]" >&2; exit 2 ;;
 esac
 [ "${2:-}" = "--verbose" ] && export EDGE_RAG_VERBOSE=1
 VENV="${EDGE_RAG_VENV:-.venv}"
@@ -72,14 +72,6 @@ case "$MODE" in
     "$VENV/bin/edge-rag" ask "$QUESTION" --index demo-index --stream
     ;;
   dev)
-    step "ready: run the tests with $VENV/bin/python -m pytest -q"
-    ;;
-  test)
-    step "linting with ruff"
-    "$VENV/bin/python" -m ruff check .
-    step "type-checking edge_rag with mypy"
-    "$VENV/bin/python" -m mypy
-    step "running the test suite"
-    "$VENV/bin/python" -m pytest -q
+    step "ready: check with $VENV/bin/python -m ruff check . && $VENV/bin/python -m mypy && $VENV/bin/python -m pytest -q"
     ;;
 esac
