@@ -9,8 +9,10 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 from edge_rag.errors import MissingExtra
+from edge_rag.models.folder import MANIFEST
 
 EXTRA_HINT = "pip install 'edge-rag[export]'"
 _VERBOSE = False
@@ -21,16 +23,26 @@ def log(message: str) -> None:
     print(f"[export] {message}", file=sys.stderr, flush=True)
 
 
-def require_export_extra() -> None:
-    """Fail with the extra to install when the export toolchain is missing."""
+def require_export_extra(modules: tuple[str, ...] = ("torch", "transformers", "optimum.exporters.onnx",
+                                                     "onnx"), hint: str = EXTRA_HINT,
+                         what: str = "model export") -> None:
+    """Fail with the extra to install when the export toolchain (``modules``) is missing."""
     missing = []
-    for module in ("torch", "transformers", "optimum.exporters.onnx", "onnx"):
+    for module in modules:
         try:
             __import__(module)
         except ImportError:
             missing.append(module.split(".")[0])
     if missing:
-        raise MissingExtra(f"model export needs {', '.join(missing)}: {EXTRA_HINT}")
+        raise MissingExtra(f"{what} needs {', '.join(missing)}: {hint}")
+
+
+def already_exported(folder: Path, name: str, force: bool) -> bool:
+    """True (and says so) when ``folder`` holds a finished export that ``--force`` does not redo."""
+    if force or not (folder / MANIFEST).is_file():
+        return False
+    log(f"{name} already exported at {folder} (use --force to redo)")
+    return True
 
 
 def set_verbose(verbose: bool) -> None:

@@ -14,9 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from edge_rag.errors import EdgeRagError, MissingExtra, ModelNotFound
+from edge_rag.errors import EdgeRagError, ModelNotFound
 from edge_rag.models.folder import MANIFEST, file_sha256
 
+from . import already_exported, require_export_extra
 from . import log as _log
 from .slm import CHATML_TEMPLATE, DEFAULT_SLM, PACKAGED, assemble_gguf, verify_against_fp32
 from .weights import Weights, read_gguf, read_hf_folder
@@ -37,10 +38,10 @@ def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, b
     name = name or (source if source in PACKAGED else Path(source).stem.lower())
     suffix = f"q{bits}" + (f"e{embed_bits}" if embed_bits and embed_bits != bits else "")
     dest = home / "models" / f"{name}-{suffix}"
-    if not force and (dest / MANIFEST).is_file():
-        _log(f"{name} already exported at {dest} (use --force to redo)")
+    if already_exported(dest, name, force):
         return dest
-    _require()
+    require_export_extra(("numpy", "onnx", "gguf", "safetensors"),
+                         "pip install 'edge-rag[gguf-export]'", "the GQA exporter")
     work = home / "work"
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -78,16 +79,6 @@ def _same_source(folder: Path, origin: str) -> bool:
         return False
 
 
-def _require() -> None:
-    missing = []
-    for module in ("numpy", "onnx", "gguf", "safetensors"):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
-    if missing:
-        raise MissingExtra(f"the GQA exporter needs {', '.join(missing)}: "
-                           "pip install 'edge-rag[gguf-export]'")
 
 
 def _read(source: str, work: Path) -> Weights:

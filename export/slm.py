@@ -13,8 +13,8 @@ from pathlib import Path
 from edge_rag.errors import EdgeRagError, ModelNotFound
 from edge_rag.models.folder import MANIFEST, file_sha256
 
+from . import already_exported, quiet, require_export_extra
 from . import log as _log
-from . import quiet, require_export_extra
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "mistral")
 BLOCK_SIZE = 32
@@ -93,8 +93,7 @@ def export_slm(home: Path, source: str = DEFAULT_SLM, name: str | None = None,
     """Export an SLM to ``home/models/NAME-int8``; ``source`` is a packaged name, .gguf or HF folder."""
     name = name or (source if source in PACKAGED else Path(source).stem.lower())
     int8_dir = home / "models" / f"{name}-int8"
-    if not force and (int8_dir / MANIFEST).is_file():
-        _log(f"{name} already exported at {int8_dir} (use --force to redo)")
+    if already_exported(int8_dir, name, force):
         return int8_dir
     require_export_extra()
     work = home / "work"
