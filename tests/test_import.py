@@ -18,3 +18,29 @@ def test_public_api_names_have_docstrings():
     missing = [name for name in edge_rag.__all__
                if not name.startswith("_") and not getattr(edge_rag, name).__doc__]
     assert missing == []
+
+
+ALLOWED = {"onnxruntime", "tokenizers", "usearch", "sqlite_utils", "rapidfuzz", "numpy", "tomli", "edge_rag"}
+OPTIONAL = {"matplotlib"}  # imported inside `edge-rag graph --png` only; MissingExtra names [bench]
+
+
+def test_runtime_imports_only_the_allowed_packages():
+    """Every module of edge_rag imported: no third-party package outside the design card's list.
+
+    `tomli` is the standard library's `tomllib` for Python < 3.11. Packages that the allowed ones
+    pull in themselves (sqlite-utils' click, for one) are theirs, so only what edge_rag's own
+    source imports is checked, by reading its import statements.
+    """
+    import ast
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1] / "edge_rag"
+    found = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                found.add(node.module.split(".")[0])
+    foreign = {name for name in found - ALLOWED - OPTIONAL if name not in sys.stdlib_module_names}
+    assert foreign == set()

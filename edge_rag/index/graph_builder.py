@@ -25,10 +25,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from tqdm import tqdm
 
 from ..lexicon import STOPWORDS, entity_key
 from ..models.embedder import Embedder
+from ..progress import Progress
 from ..store import GraphStore, VectorIndex
 from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
@@ -98,8 +98,7 @@ class GraphBuilder:
         report, start = GraphReport(), time.perf_counter()
         if self.extractor is None:
             return report
-        bar = tqdm(total=self.tables.pending_count(), unit="chunk", desc="graph", disable=not progress,
-                   leave=False, mininterval=1.0)
+        bar = Progress("graph", "chunk", self.tables.pending_count(), enabled=progress)
         while batch := self.tables.pending_chunks(self.batch_chunks):
             extractions = self._extract([text for _, text in batch], report)
             with self.store.write():
@@ -285,8 +284,7 @@ class GraphBuilder:
     def embed_pending(self, progress: bool = False) -> int:
         """Embed structural relations that have no vector yet; returns how many."""
         pending = self.tables.relations_without_vector()
-        bar = tqdm(total=len(pending), unit="relation", desc="relation vectors", disable=not progress,
-                   leave=False, mininterval=1.0)
+        bar = Progress("relation vectors", "relation", len(pending), enabled=progress)
         for start in range(0, len(pending), 512):
             part = pending[start : start + 512]
             vectors = self.embedder.embed([relation_text(*row[1:]) for row in part])

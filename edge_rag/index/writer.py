@@ -8,10 +8,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm import tqdm
 
 from ..errors import BadDocument
 from ..models.embedder import Embedder
+from ..progress import Progress
 from ..store import DocumentRecord, GraphStore, VectorIndex
 from .chunking import Chunk, Chunker
 from .graph_builder import GraphBuilder, GraphReport
@@ -59,16 +59,17 @@ class Indexer:
         out of the graph by an earlier, interrupted run are extracted too.
         """
         report, start, unsaved = InsertReport(), time.perf_counter(), 0
-        bar = tqdm(documents, unit="doc", desc="indexing", disable=not progress, leave=False,
-                   mininterval=1.0)
-        for doc in bar:
+        bar = Progress("indexing", "doc", enabled=progress)
+        for doc in documents:
             unsaved += self._insert_reported(doc, report)
-            bar.set_postfix(chunks=report.chunks, refresh=False)
+            bar.set_postfix(chunks=report.chunks)
+            bar.update()
             if unsaved >= self.save_every:
                 self.save_vectors()
                 unsaved = 0
         if unsaved:
             self.save_vectors()
+        bar.close()
         report.graph = self.graph.update(progress)
         report.seconds = time.perf_counter() - start
         return report
