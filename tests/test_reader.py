@@ -1,5 +1,6 @@
 """Reading sources: text policy, records, archives and every kind of bad input."""
 
+import os
 import io
 import json
 import zipfile
@@ -173,3 +174,16 @@ def test_symbolic_links_out_of_a_folder_are_skipped_unless_followed(tmp_path):
     followed = list(read_sources([folder], MB, follow_symlinks=True))
     # Each real folder is walked once: the loop reaches out/ but not in/ again.
     assert sorted(_text(d) for d in followed if isinstance(d, Document)) == ["own", "secret", "secret"]
+
+
+def test_a_pipe_is_refused_not_waited_on(tmp_path):
+    """Opening a FIFO for reading blocks until a writer comes: the reader never opens one."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.txt").write_text("Alpha is a letter.")
+    os.mkfifo(folder / "queue.txt")
+    named = list(read_sources([folder / "queue.txt"], max_bytes=1 << 20))
+    walked = list(read_sources([folder], max_bytes=1 << 20))
+    assert [type(item).__name__ for item in named] == ["BadDocument"]
+    assert "not a regular file" in str(named[0])
+    assert sorted(type(item).__name__ for item in walked) == ["Document", "Skipped"]

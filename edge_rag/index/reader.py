@@ -95,6 +95,8 @@ def read_sources(paths: list[str | Path], max_bytes: int,
             yield BadDocument(f"{path}: no such file or directory")
         elif path.is_dir():
             yield from _read_folder(path, max_bytes, follow_symlinks)
+        elif not path.is_file():
+            yield BadDocument(f"{path}: not a regular file (a pipe, socket or device); not read")
         else:
             yield from _read_file(path, max_bytes)
 
@@ -145,6 +147,8 @@ def _visit(path: Path, entry: os.DirEntry, root: Path, follow_symlinks: bool, se
             pending.append(path)
     elif entry.is_file(follow_symlinks=True):
         yield path
+    else:
+        yield Skipped(str(path), "not a regular file (a pipe, socket or device), skipped")
 
 
 def _read_file(path: Path, max_bytes: int) -> Iterator[Item]:
