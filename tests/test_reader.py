@@ -1,8 +1,8 @@
 """Reading sources: text policy, records, archives and every kind of bad input."""
 
-import os
 import io
 import json
+import os
 import zipfile
 
 import pytest
