@@ -59,7 +59,7 @@ def test_rule_planner_reads_the_papers_cues(question: str, label: str) -> None:
 
 def test_exported_head_int8_matches_fp32_on_the_dev_queries(planner_home: Path, model_folder) -> None:
     export = pytest.importorskip("edge_rag_export.planner")
-    folder = ModelFolder.open(planner_home / "models" / "planner-af-int8")
+    folder = ModelFolder.open(planner_home / "models" / "planner-af2-int8")
     rows = export.read_labels()
     features = export.feature_matrix(rows, Embedder(model_folder))
     fp32 = ort.InferenceSession(str(folder.path / folder.manifest["fp32_file"]))

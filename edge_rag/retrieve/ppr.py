@@ -188,11 +188,11 @@ class PPRRetriever:
             exact = self.graph.tables.entity_of_keys(entity_key(t) for t in terms + grams)
             missing = [t for t in terms if entity_key(t) not in exact]
         with timed(result.timings_ms, "embed"):
-            vectors = view.embedder.embed([question, *missing])  # one batch
-            query = vectors[0]
+            query = view.embedder.embed_one(question)  # remembered: auto's planner embedded it
+            vectors = view.embedder.embed(missing) if missing else np.zeros((0, len(query)), np.float32)
         with timed(result.timings_ms, "entities"):
             walk = self.walk()
-            entities = self.seed_entities(walk, list(exact.values()), vectors[1:])
+            entities = self.seed_entities(walk, list(exact.values()), vectors)
         with timed(result.timings_ms, "search"):
             keys, sims = view.chunk_vectors.search(query, max(CHUNK_SEEDS, CANDIDATES))
             dense = {int(k): float(s) for k, s in zip(keys, sims)}
