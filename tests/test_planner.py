@@ -16,7 +16,7 @@ from edge_rag import EdgeRAG
 from edge_rag.cli import main
 from edge_rag.models import Embedder, ModelFolder
 from edge_rag.plan import LABELS, PlannerHead
-from edge_rag.plan.features import CHEAP_NAMES, cheap_features
+from edge_rag.plan.features import CHEAP_NAMES, cheap_features, exact_names
 from edge_rag.plan.rules import rule_label
 from edge_rag.retrieve.keywords import NameMatcher
 
@@ -55,6 +55,13 @@ def test_rule_planner_reads_the_papers_cues(question: str, label: str) -> None:
     features = cheap_features(question, names)
     assert features.shape == (len(CHEAP_NAMES),) and ((features >= 0) & (features <= 1)).all()
     assert rule_label(features) == label
+
+
+def test_graph_names_are_found_exactly_not_fuzzily() -> None:
+    names = NameMatcher(["Pearl Lust", "On Body and Soul", "LiHua", "Pearl"])
+    question = "Which film was released first, On Body And Soul or Pearl Lust, by Li Hua?"
+    assert sorted(exact_names(question, names)) == ["On Body and Soul", "Pearl", "Pearl Lust"]
+    assert exact_names("Who is Perl Lust?", names) == []  # no spelling variants
 
 
 def test_exported_head_int8_matches_fp32_on_the_dev_queries(planner_home: Path, model_folder) -> None:

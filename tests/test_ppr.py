@@ -63,6 +63,17 @@ def test_restart_splits_mass_between_entities_and_nearest_chunks() -> None:
     assert only_chunks[walk.chunk_nodes(np.array([10, 12]))].sum() == pytest.approx(1.0)
 
 
+def test_titles_the_question_names_take_their_share_of_the_named_mass() -> None:
+    from edge_rag.retrieve.ppr import CHUNK_SEED_SHARE, TITLE_SEED_SHARE
+
+    walk = WalkGraph.build(ARRAYS)
+    seeds = restart(walk, {1: 1.0}, {10: 0.5}, [12])
+    named = 1.0 - CHUNK_SEED_SHARE
+    assert seeds[walk.chunk_nodes(np.array([12]))[0]] == pytest.approx(named * TITLE_SEED_SHARE)
+    assert seeds[walk.entity_nodes(np.array([1]))[0]] == pytest.approx(named * (1 - TITLE_SEED_SHARE))
+    assert restart(walk, {}, {}, [12])[walk.chunk_nodes(np.array([12]))[0]] == pytest.approx(1.0)
+
+
 def test_an_empty_graph_walks_to_nothing() -> None:
     empty = np.array([], dtype=np.int64)
     arrays = GraphArrays(empty, empty, empty, empty, empty, empty, np.array([], dtype=np.float32),

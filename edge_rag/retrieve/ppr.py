@@ -28,7 +28,7 @@ HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached rec
   chunks with ``TITLE_SEED_SHARE`` of the named mass. The link weight is large (300 against 1
   for an entity link), so a walker at a titled passage mostly steps to the passages it names:
   a two-hop question names the first passage, whose text names the bridge passage. On
-  2WikiMultihopQA dev this lifted recall@5 0.677 → 0.849 and recall@2 0.591 → 0.733
+  2WikiMultihopQA dev this lifted recall@5 0.677 → 0.848 and recall@2 0.591 → 0.733
   (``TITLE_LINK`` 1, 5, 20, 100, 300, 1000 and shares 0.5, 0.8, 0.95 compared on both halves).
   Untitled corpora (LiHua-World) are unchanged.
 - π = (1 − d)·s + d·P·π (P column-stochastic, dangling mass restarts), d = ``DAMPING``, solved
