@@ -161,6 +161,7 @@ def test_titles_match_whole_words_longest_first_and_skip_filler() -> None:
     assert index.find("Who directed PEARL LUST, and was Lambert Margrave of Tuscany's son?") == [1, 3]
     assert index.find("Pearls of pearl") == [2]
     assert index.find("Twin Peaks") == []
+    assert index.find("a pearl lust for the PEARL", capitalised=True) == [2]  # names are capitalised
 
 
 def test_titled_passages_link_to_the_passages_they_name(rag: EdgeRAG) -> None:

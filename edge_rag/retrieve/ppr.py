@@ -298,7 +298,7 @@ def _title_links(store: GraphStore, arrays: GraphArrays) -> TitleLinks:
     chunks = store.chunks([int(c) for c in arrays.chunk_ids])
     first = {r.doc_id: r.id for r in sorted(chunks.values(), key=lambda r: r.ord, reverse=True)}
     index = TitleIndex.build((title, first[doc]) for doc, title in titles.items() if doc in first)
-    pairs = [(r.id, target) for r in chunks.values() for target in index.find(r.text)
+    pairs = [(r.id, target) for r in chunks.values() for target in index.find(r.text, capitalised=True)
              if target != first.get(r.doc_id)]
     ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     return index, (ends[:, 0], ends[:, 1])

@@ -58,14 +58,20 @@ class TitleIndex:
             lengths.setdefault(key[0], set()).add(len(key))
         return cls(chunk_of, {w: tuple(sorted(n, reverse=True)) for w, n in lengths.items()})
 
-    def find(self, text: str) -> list[int]:
+    def find(self, text: str, capitalised: bool = False) -> list[int]:
         """First chunks of the documents whose titles the text contains (longest match at each
-        word, matches do not overlap), in order of appearance, each once."""
-        words = title_key(text)
+        word, matches do not overlap), in order of appearance, each once. ``capitalised``: only
+        matches whose first word is not lower case in the text (a passage's "home movie" does
+        not name the page "@Home"; questions are matched in any case, as they are often typed)."""
+        raw = WORD.findall(text)
+        words = tuple(w.casefold() for w in raw)
         found: dict[int, None] = {}
         i = 0
         while i < len(words):
             step = 1
+            if capitalised and raw[i][0].islower():
+                i += 1
+                continue
             for n in self.lengths.get(words[i], ()):
                 chunk = self.chunk_of.get(words[i : i + n])
                 if chunk is not None:
