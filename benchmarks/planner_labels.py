@@ -82,15 +82,18 @@ def add_labels(dataset: Dataset, labels: list[str]) -> list[dict]:
     """The data set's labelled rows with some methods (re)measured and the label chosen again.
 
     The index is used as it is (nothing indexed), the other methods' recalls and the answer
-    judge's verdict (an "A" label) are kept.
+    judge's verdict (an "A" label) are kept; the cheap features are computed again (this
+    runtime's ``FEATURE_VERSION``).
     """
-    path = PARTS / f"planner-labels-{dataset.name}.jsonl"
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = _labelled(dataset.name, LABELS_FILE)
     queries = {q["id"]: q for q in dataset.queries()}
     with EdgeRAG.open(dataset.index, create=False, progress=False) as rag:
         recall = dataset.recall(rag)
         for row in rows:
             query = queries[row["id"]]
+            row["feature_version"] = FEATURE_VERSION
+            features = cheap_features(query["question"], rag.name_matcher())
+            row["cheap"] = [round(v, 4) for v in features.tolist()]
             for label in labels:
                 start = time.perf_counter()
                 found = rag.retrieve(query["question"], METHOD_OF_LABEL[label])
@@ -158,7 +161,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-slm", action="store_true", help="skip the A judge (no generation)")
     parser.add_argument("--add", default=None, metavar="LABELS",
                         help="only (re)measure these labels' methods (e.g. F) on the rows labelled "
-                        "so far, using each index as it is, and choose the labels again")
+                        "so far, using each index as it is, refresh their cheap features and choose "
+                        "the labels again")
     parser.add_argument("--output", default=str(LABELS_FILE), help="labels file (default: %(default)s)")
     return parser
 

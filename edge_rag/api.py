@@ -234,7 +234,7 @@ class EdgeRAG:
         """The ``ppr`` method's transition matrix (rebuilt when the index changes)."""
         version = self.store.data_version()
         if self._walk is None or self._walk[0] != version:
-            self._walk = (version, WalkGraph.build(self.store.walk.arrays(), self.settings.use_weights))
+            self._walk = (version, WalkGraph.from_store(self.store, self.settings.use_weights))
         return self._walk[1]
 
     def documents(self) -> list[DocumentRecord]:

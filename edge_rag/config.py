@@ -72,7 +72,7 @@ class Settings:
     use_weights: bool = True
     keyword_extractor: str = "rules"
     planner: str = "head"
-    planner_model: str = "planner-af-int8"
+    planner_model: str = "planner-af2-int8"
     planner_threshold: float = 0.4
     planner_fallback: str = "ppr"
     memory_budget_mb: int = 0

@@ -34,7 +34,7 @@ from . import log as _log
 from . import quiet, require_export_extra
 
 LABELS_FILE = Path(__file__).with_name("planner_labels.jsonl")
-DEFAULT_NAME = "planner-af-int8"  # labels A–F; "planner-int8" heads (A–E) still load
+DEFAULT_NAME = "planner-af2-int8"  # labels A–F, features v2; "planner-int8" heads (A–E) still load
 MIN_AGREEMENT = 0.95
 HIDDEN = 64
 EPOCHS = 300
@@ -62,14 +62,18 @@ def feature_matrix(rows: list[dict[str, Any]], embedder: Embedder) -> np.ndarray
 
 
 def targets(rows: list[dict[str, Any]]) -> np.ndarray:
-    """Soft targets: even over the methods that reach the best recall (retrieval judge), else
-    one-hot on the label (answer judge, prior)."""
+    """Soft targets: even over the methods that reach the best recall (retrieval judge), one-hot
+    on the label (answer judge), even over every retrieval label when no method reaches any
+    evidence (prior judge: such a row tells nothing about which method to use; one-hot on the
+    prior's C taught the head to pick local, the weakest method, for LiHua-like questions)."""
     out = np.zeros((len(rows), len(LABELS)), dtype=np.float32)
     for i, row in enumerate(rows):
         works = [row["label"]]
         if row["judge"] == "retrieval":
             best = max(row["recall"].values())
             works = [k for k, v in row["recall"].items() if v >= best - 1e-9]
+        elif row["judge"] == "prior":
+            works = list(LABELS[1:])
         out[i, [LABELS.index(k) for k in works]] = 1.0 / len(works)
     return out
 

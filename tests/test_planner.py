@@ -16,7 +16,7 @@ from edge_rag import EdgeRAG
 from edge_rag.cli import main
 from edge_rag.models import Embedder, ModelFolder
 from edge_rag.plan import LABELS, PlannerHead
-from edge_rag.plan.features import CHEAP_NAMES, cheap_features
+from edge_rag.plan.features import CHEAP_NAMES, cheap_features, exact_names
 from edge_rag.plan.rules import rule_label
 from edge_rag.retrieve.keywords import NameMatcher
 
@@ -57,9 +57,16 @@ def test_rule_planner_reads_the_papers_cues(question: str, label: str) -> None:
     assert rule_label(features) == label
 
 
+def test_graph_names_are_found_exactly_not_fuzzily() -> None:
+    names = NameMatcher(["Pearl Lust", "On Body and Soul", "LiHua", "Pearl"])
+    question = "Which film was released first, On Body And Soul or Pearl Lust, by Li Hua?"
+    assert sorted(exact_names(question, names)) == ["On Body and Soul", "Pearl", "Pearl Lust"]
+    assert exact_names("Who is Perl Lust?", names) == []  # no spelling variants
+
+
 def test_exported_head_int8_matches_fp32_on_the_dev_queries(planner_home: Path, model_folder) -> None:
     export = pytest.importorskip("edge_rag_export.planner")
-    folder = ModelFolder.open(planner_home / "models" / "planner-af-int8")
+    folder = ModelFolder.open(planner_home / "models" / "planner-af2-int8")
     rows = export.read_labels()
     features = export.feature_matrix(rows, Embedder(model_folder))
     fp32 = ort.InferenceSession(str(folder.path / folder.manifest["fp32_file"]))

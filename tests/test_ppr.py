@@ -63,6 +63,17 @@ def test_restart_splits_mass_between_entities_and_nearest_chunks() -> None:
     assert only_chunks[walk.chunk_nodes(np.array([10, 12]))].sum() == pytest.approx(1.0)
 
 
+def test_titles_the_question_names_take_their_share_of_the_named_mass() -> None:
+    from edge_rag.retrieve.ppr import CHUNK_SEED_SHARE, TITLE_SEED_SHARE
+
+    walk = WalkGraph.build(ARRAYS)
+    seeds = restart(walk, {1: 1.0}, {10: 0.5}, [12])
+    named = 1.0 - CHUNK_SEED_SHARE
+    assert seeds[walk.chunk_nodes(np.array([12]))[0]] == pytest.approx(named * TITLE_SEED_SHARE)
+    assert seeds[walk.entity_nodes(np.array([1]))[0]] == pytest.approx(named * (1 - TITLE_SEED_SHARE))
+    assert restart(walk, {}, {}, [12])[walk.chunk_nodes(np.array([12]))[0]] == pytest.approx(1.0)
+
+
 def test_an_empty_graph_walks_to_nothing() -> None:
     empty = np.array([], dtype=np.int64)
     arrays = GraphArrays(empty, empty, empty, empty, empty, empty, np.array([], dtype=np.float32),
@@ -139,3 +150,35 @@ def test_filler_terms_seed_nothing(lihua_index) -> None:
     with EdgeRAG.open(lihua_index, create=False) as rag:
         found = rag.retrieve("What is it?", "ppr", top_k=3)
     assert found.entities == [] and found.chunks  # the nearest chunks still seed the walk
+
+
+def test_titles_match_whole_words_longest_first_and_skip_filler() -> None:
+    from edge_rag.retrieve.titles import TitleIndex
+
+    index = TitleIndex.build([("Pearl Lust", 1), ("Pearl", 2), ("Lambert, Margrave of Tuscany", 3),
+                              ("The", 4), ("Twin", 5), ("Twin", 6)])
+    assert len(index) == 3  # "The" is filler; "Twin" names two documents, so neither
+    assert index.find("Who directed PEARL LUST, and was Lambert Margrave of Tuscany's son?") == [1, 3]
+    assert index.find("Pearls of pearl") == [2]
+    assert index.find("Twin Peaks") == []
+    assert index.find("a pearl lust for the PEARL", capitalised=True) == [2]  # names are capitalised
+
+
+def test_titled_passages_link_to_the_passages_they_name(rag: EdgeRAG) -> None:
+    passages = {"Pearl Lust": "Pearl Lust\nPearl Lust is a 1936 film directed by Vera Smith.",
+                "Vera Smith": "Vera Smith\nVera Smith was a director; her father was Tom Smith.",
+                "Harbour": "Harbour\nA harbour is where ships dock."}
+    for title, text in passages.items():
+        rag.insert_text(text, source=title, metadata={"title": title})
+    walk = rag.walk_graph()
+    assert walk.titles is not None and len(walk.titles) == 3
+    first = {c.source: c.id for c in rag.store.chunks([int(i) for i in walk.chunk_ids]).values()}
+    film, director = walk.chunk_nodes(np.array([first["Pearl Lust"], first["Vera Smith"]]))
+    assert director in walk.indices[walk.indptr[film]:walk.indptr[film + 1]]
+    found = rag.retrieve("Who is the father of the director of film Pearl Lust?", "ppr", top_k=2)
+    assert {c.source for c in found.chunks} == {"Pearl Lust", "Vera Smith"}
+
+
+def test_untitled_documents_add_no_title_links(lihua_index) -> None:
+    with EdgeRAG.open(lihua_index, create=False) as rag:
+        assert rag.walk_graph().titles is None

@@ -22,6 +22,16 @@ HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached rec
   The ``CHUNK_SEEDS`` chunks nearest to the question seed ``CHUNK_SEED_SHARE`` of the mass, in
   proportion to their cosine (HippoRAG 2's dense passage seeds), so a question whose terms
   match nothing still walks from where the text matches.
+- Titles (``titles.py``): where documents carry a ``title`` (encyclopaedic passages), a chunk
+  whose text names another document's title (capitalised) is joined to that document's first
+  chunk with weight ``TITLE_LINK``, and the titles the question contains seed their documents'
+  first chunks with ``TITLE_SEED_SHARE`` of the named mass. The link weight is large (300
+  against 1 for an entity link), so a walker at a titled passage mostly steps to the passages
+  it names: a two-hop question names the first passage, whose text names the bridge passage.
+  On 2WikiMultihopQA dev this lifted recall@5 0.677 → 0.868 and recall@2 0.591 → 0.739
+  (``TITLE_LINK`` 1, 5, 20, 100, 300, 1000 and shares 0.5, 0.8, 0.95 compared on both halves;
+  capitalised mentions only: +0.024 / +0.013 R@5 on the halves). Untitled corpora
+  (LiHua-World) are unchanged.
 - π = (1 − d)·s + d·P·π (P column-stochastic, dangling mass restarts), d = ``DAMPING``, solved
   by forward push to a fixed tolerance (``WalkGraph.pagerank``): whole-graph power iteration
   costs every edge per step (2WikiMultihopQA: 494k, tens of ms per step on a shared core).
@@ -45,6 +55,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -52,7 +63,11 @@ from ..lexicon import QUESTION_WORDS, STOPWORDS, entity_key, specific_terms
 from ..store.walk import GraphArrays
 from .base import timed
 from .graph_reader import GraphReader
+from .titles import TitleIndex
 from .types import Retrieval, RetrievedChunk
+
+if TYPE_CHECKING:
+    from ..store import GraphStore
 
 DAMPING = 0.5
 SPECIFICITY = 0.5
@@ -62,6 +77,8 @@ FUSION = 1.0
 CHUNK_SEEDS = 10
 CHUNK_SEED_SHARE = 0.3
 NEXT_CHUNK = 1.0
+TITLE_LINK = 300.0
+TITLE_SEED_SHARE = 0.8
 CANDIDATES = 50
 MAX_GRAM = 6
 FILLER = STOPWORDS | QUESTION_WORDS | {"i"}
@@ -80,12 +97,25 @@ class WalkGraph:
     width: np.ndarray
     dangling: np.ndarray
     entity_chunks: np.ndarray
+    titles: TitleIndex | None = None
 
     @classmethod
-    def build(cls, arrays: GraphArrays, use_weights: bool = True) -> WalkGraph:
-        """Symmetric weighted adjacency → row-stochastic steps, row-compressed."""
+    def from_store(cls, store: GraphStore, use_weights: bool = True) -> WalkGraph:
+        """The graph of an open store, with its documents' title links (see ``titles.py``)."""
+        arrays = store.walk.arrays()
+        return cls.build(arrays, use_weights, *_title_links(store, arrays))
+
+    @classmethod
+    def build(cls, arrays: GraphArrays, use_weights: bool = True, titles: TitleIndex | None = None,
+              title_links: tuple[np.ndarray, np.ndarray] | None = None) -> WalkGraph:
+        """Symmetric weighted adjacency → row-stochastic steps, row-compressed; ``title_links``
+        are (chunk id, chunk id) pairs joined with weight ``TITLE_LINK``."""
         n = len(arrays.entity_ids) + len(arrays.chunk_ids)
         source, target, weight = _edges(arrays, use_weights)
+        if title_links is not None and len(title_links[0]):
+            ends = [np.searchsorted(arrays.chunk_ids, ids) + len(arrays.entity_ids) for ids in title_links]
+            source, target = np.concatenate([source, ends[0]]), np.concatenate([target, ends[1]])
+            weight = np.concatenate([weight, np.full(len(ends[0]), TITLE_LINK)])
         source, target = np.concatenate([source, target]), np.concatenate([target, source])
         weight = np.concatenate([weight, weight])
         degree = np.bincount(source, weights=weight, minlength=n)
@@ -96,7 +126,7 @@ class WalkGraph:
                                 minlength=len(arrays.entity_ids))
         return cls(arrays.entity_ids, arrays.chunk_ids, np.concatenate([[0], np.cumsum(counts)]),
                    cols.astype(np.int64), (weight[order] / degree[rows]).astype(np.float64),
-                   np.maximum(counts, 1).astype(np.float64), counts == 0, chunks_of)
+                   np.maximum(counts, 1).astype(np.float64), counts == 0, chunks_of, titles)
 
     @property
     def size(self) -> int:
@@ -148,8 +178,7 @@ class PPRRetriever:
     def __init__(self, graph: GraphReader, walk: Callable[[], WalkGraph] | None = None) -> None:
         self.graph = graph
         self.settings = graph.view.settings
-        self.walk = walk or (lambda: WalkGraph.build(graph.view.store.walk.arrays(),
-                                                     self.settings.use_weights))
+        self.walk = walk or (lambda: WalkGraph.from_store(graph.view.store, self.settings.use_weights))
 
     def retrieve(self, question: str, top_k: int) -> Retrieval:
         """Seeds, the walk, then the best chunks by walk probability and cosine."""
@@ -160,16 +189,17 @@ class PPRRetriever:
             exact = self.graph.tables.entity_of_keys(entity_key(t) for t in terms + grams)
             missing = [t for t in terms if entity_key(t) not in exact]
         with timed(result.timings_ms, "embed"):
-            vectors = view.embedder.embed([question, *missing])  # one batch
-            query = vectors[0]
+            query = view.embedder.embed_one(question)  # remembered: auto's planner embedded it
+            vectors = view.embedder.embed(missing) if missing else np.zeros((0, len(query)), np.float32)
         with timed(result.timings_ms, "entities"):
             walk = self.walk()
-            entities = self.seed_entities(walk, list(exact.values()), vectors[1:])
+            entities = self.seed_entities(walk, list(exact.values()), vectors)
         with timed(result.timings_ms, "search"):
             keys, sims = view.chunk_vectors.search(query, max(CHUNK_SEEDS, CANDIDATES))
             dense = {int(k): float(s) for k, s in zip(keys, sims)}
         with timed(result.timings_ms, "walk"):
-            rank = walk.pagerank(restart(walk, entities, dense))
+            titled = walk.titles.find(question) if walk.titles else []
+            rank = walk.pagerank(restart(walk, entities, dense, titled))
         with timed(result.timings_ms, "chunks"):
             result.chunks = self.fuse(walk, rank, query, dense, top_k)
         names = self.graph.entities(entities)
@@ -229,23 +259,50 @@ def documents_first(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
     return first + [c for c in chunks if c.chunk_id not in taken]
 
 
-def restart(walk: WalkGraph, entities: dict[int, float], dense: dict[int, float]) -> np.ndarray:
-    """The restart distribution: entity seeds, and ``CHUNK_SEED_SHARE`` on the nearest chunks."""
-    seeds = np.zeros(walk.size, dtype=np.float32)
-    if entities:
-        ids = np.asarray(list(entities), dtype=np.int64)
-        weights = np.asarray(list(entities.values()), dtype=np.float32)
-        seeds[walk.entity_nodes(ids)] = weights / weights.sum()
+def restart(walk: WalkGraph, entities: dict[int, float], dense: dict[int, float],
+            titled: list[int] | None = None) -> np.ndarray:
+    """The restart distribution: the entity seeds and, with ``TITLE_SEED_SHARE`` of their mass,
+    the chunks the question names by title; ``CHUNK_SEED_SHARE`` on the nearest chunks."""
+    parts = [_part(walk.entity_nodes(np.asarray(list(entities), dtype=np.int64)), list(entities.values())),
+             _part(walk.chunk_nodes(np.asarray(titled or [], dtype=np.int64)), [1.0] * len(titled or []))]
+    named = [p for p in parts if p is not None]
+    shares = [1.0 - TITLE_SEED_SHARE, TITLE_SEED_SHARE] if len(named) == 2 else [1.0] * len(named)
     near = sorted(dense.items(), key=lambda kv: -kv[1])[:CHUNK_SEEDS]
-    nodes = walk.chunk_nodes(np.asarray([c for c, _ in near], dtype=np.int64))
-    weights = np.asarray([max(s, 0.0) for _, s in near], dtype=np.float32)
-    keep = nodes >= 0
-    if keep.any() and weights[keep].sum() > 0:
-        share = CHUNK_SEED_SHARE if entities else 1.0
-        seeds *= 1.0 - share
-        seeds[nodes[keep]] += share * weights[keep] / weights[keep].sum()
+    chunks = _part(walk.chunk_nodes(np.asarray([c for c, _ in near], dtype=np.int64)),
+                   [max(s, 0.0) for _, s in near])
+    if chunks is not None:
+        named.append(chunks)
+        shares = [s * (1.0 - CHUNK_SEED_SHARE) for s in shares] + [CHUNK_SEED_SHARE if shares else 1.0]
+    seeds = np.zeros(walk.size, dtype=np.float64)
+    for (nodes, weights), share in zip(named, shares):
+        np.add.at(seeds, nodes, share * weights / weights.sum())
     total = seeds.sum()
     return seeds / total if total > 0 else seeds
+
+
+def _part(nodes: np.ndarray, weights: list[float]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Seed nodes present in the walk with positive weight, or None when there are none."""
+    values = np.asarray(weights, dtype=np.float64)
+    keep = (nodes >= 0) & (values > 0)
+    return (nodes[keep], values[keep]) if keep.any() else None
+
+
+TitleLinks = tuple[TitleIndex | None, tuple[np.ndarray, np.ndarray] | None]
+
+
+def _title_links(store: GraphStore, arrays: GraphArrays) -> TitleLinks:
+    """The titled documents' index and every (chunk, titled first chunk) pair the texts name."""
+    titles = {d.id: d.metadata["title"] for d in store.documents()
+              if isinstance(d.metadata.get("title"), str)}
+    if not titles:
+        return None, None
+    chunks = store.chunks([int(c) for c in arrays.chunk_ids])
+    first = {r.doc_id: r.id for r in sorted(chunks.values(), key=lambda r: r.ord, reverse=True)}
+    index = TitleIndex.build((title, first[doc]) for doc, title in titles.items() if doc in first)
+    pairs = [(r.id, target) for r in chunks.values() for target in index.find(r.text, capitalised=True)
+             if target != first.get(r.doc_id)]
+    ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    return index, (ends[:, 0], ends[:, 1])
 
 
 def _edges(arrays: GraphArrays, use_weights: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
