@@ -307,7 +307,7 @@ class GraphTables:
             "WHERE r.kind = 'structural' AND r.vector IS NULL ORDER BY r.id").fetchall()
 
     def set_relation_vectors(self, ids: Sequence[int], vectors: np.ndarray) -> None:
-        """Store relation vectors (f16)."""
+        """Store relation vectors (i8 codes)."""
         blobs = encode_rows(vectors)
         self.conn.executemany("UPDATE relations SET vector = ? WHERE id = ?",
                               [(blobs[i], int(r)) for i, r in enumerate(ids)])

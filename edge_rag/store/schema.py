@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 VECTOR_KINDS = ("chunk", "entity", "relation")
 
 # Mentions (per chunk, as extracted) are the source of truth of the graph; entity_keys (one row
@@ -11,7 +11,10 @@ VECTOR_KINDS = ("chunk", "entity", "relation")
 # adjacency: kind 'structural' carries a weight (omega_r), kind 'similar' the aggregation score
 # S. Both endpoints are indexed so one-hop lookups in either direction are an index seek.
 # Version 1 files had the same tables for documents and chunks and empty graph tables, so
-# opening one drops GRAPH_TABLES_V1, creates the rest and keeps everything else.
+# opening one drops GRAPH_TABLES_V1, creates the rest and keeps everything else. Version 2 had
+# these tables with f16 vector blobs (768 bytes at 384 dimensions); version 3 holds i8 codes
+# (``codec.py``), so opening a version 2 file re-encodes its blobs once.
+# A blob's length alone cannot tell the two apart for every dimension: the version decides.
 DDL = """
 CREATE TABLE IF NOT EXISTS manifest (
     key TEXT PRIMARY KEY,

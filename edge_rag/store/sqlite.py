@@ -139,6 +139,9 @@ class GraphStore:
         version = self.manifest().get("schema_version")
         if version == "1":
             self._migrate_from_v1()
+            version = "2"
+        if version == "2":
+            self._migrate_from_v2()
             return
         if version != str(SCHEMA_VERSION):
             raise SchemaMismatch(
@@ -157,7 +160,27 @@ class GraphStore:
             for table in GRAPH_TABLES_V1:
                 self.conn.execute(f"DROP TABLE IF EXISTS {table}")
             self._run_ddl()
-            self._set_manifest({"schema_version": str(SCHEMA_VERSION)})
+            self._set_manifest({"schema_version": "2"})
+
+    def _migrate_from_v2(self) -> None:
+        # Version 2 kept f16 blobs: each is re-encoded to i8 codes in one transaction (a killed
+        # migration leaves the version 2 file as it was), the vector files are marked stale so
+        # they are rebuilt from the new codes, and the freed pages are returned to the disk.
+        with self.write():
+            for kind, table in VECTOR_TABLES.items():
+                self._reencode_f16(table)
+                self.bump_generation(kind)
+            self._set_manifest({"schema_version": str(SCHEMA_VERSION), "migrated_from": "2"})
+        self.compact()
+
+    def _reencode_f16(self, table: str, batch: int = 4096) -> None:
+        last = -1
+        while rows := self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
+                                        "id > ? ORDER BY id LIMIT ?", (last, batch)).fetchall():
+            vectors = np.stack([np.frombuffer(blob, dtype=np.float16) for _, blob in rows])
+            self.conn.executemany(f"UPDATE {table} SET vector = ? WHERE id = ?",
+                                  list(zip(encode_rows(vectors), (r[0] for r in rows))))
+            last = rows[-1][0]
 
     def _run_ddl(self) -> None:
         for statement in DDL.split(";"):
@@ -215,7 +238,7 @@ class GraphStore:
 
     def add_chunks(self, doc_id: str, first_ord: int, texts: Sequence[str],
                    n_tokens: Sequence[int], vectors: np.ndarray) -> list[int]:
-        """Insert chunks with their vectors (f16 at rest); returns their ids."""
+        """Insert chunks with their vectors (i8 codes at rest); returns their ids."""
         blobs = encode_rows(vectors)
         ids = []
         for i, text in enumerate(texts):
@@ -263,7 +286,7 @@ class GraphStore:
     # -- vectors at rest ------------------------------------------------------------------
 
     def iter_vectors(self, kind: str, batch: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(ids, f16 vectors) of every stored vector of a kind, in batches."""
+        """(ids, unit vectors) of every stored vector of a kind, in batches."""
         table = VECTOR_TABLES[kind]
         cursor = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL")
         while rows := cursor.fetchmany(batch):
@@ -271,7 +294,7 @@ class GraphStore:
             yield ids, decode_rows(r[1] for r in rows)
 
     def vectors_by_id(self, kind: str, ids: Sequence[int]) -> Iterator[tuple[list[int], np.ndarray]]:
-        """(ids, f16 vectors) of the rows of a kind among ``ids`` that have a vector, in batches."""
+        """(ids, unit vectors) of the rows of a kind among ``ids`` that have a vector, in batches."""
         table = VECTOR_TABLES[kind]
         for part in parts(list(ids)):
             rows = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
@@ -300,7 +323,33 @@ class GraphStore:
                 "saved_crc32 = ? WHERE kind = ?", (generation, count, size, crc, kind)
             )
 
-    # -- statistics -------------------------------------------------------------------------
+    # -- statistics and upkeep --------------------------------------------------------------
+
+    def table_bytes(self) -> dict[str, int]:
+        """Bytes of each table with its indexes, largest first (SQLite's ``dbstat``; empty where
+        the SQLite build lacks it). Pages on the free list are reported as ``(free)``."""
+        try:
+            rows = self.conn.execute(
+                "SELECT coalesce(s.tbl_name, d.name), sum(d.pgsize) FROM dbstat d "
+                "LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1").fetchall()
+        except sqlite3.OperationalError:
+            return {}
+        out = dict(sorted(((str(n), int(b)) for n, b in rows), key=lambda kv: (-kv[1], kv[0])))
+        free = self._pragma("freelist_count") * self._pragma("page_size")
+        return {**out, "(free)": free} if free else out
+
+    def free_share(self) -> float:
+        """Share of the file's pages that are free (left by deletes, reclaimed by ``compact``)."""
+        return self._pragma("freelist_count") / max(1, self._pragma("page_count"))
+
+    def compact(self) -> None:
+        """Rewrite the file without free pages (``VACUUM``) and empty the write-ahead log.
+        Call outside a transaction, holding the write lock."""
+        self.conn.execute("VACUUM")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _pragma(self, name: str) -> int:
+        return int(self.conn.execute(f"PRAGMA {name}").fetchone()[0])
 
     def counts(self) -> dict[str, int]:
         """Row counts of what the index holds."""
