@@ -49,6 +49,10 @@ VARIANTS: dict[str, list[str]] = {
     **{f"-{t} nodes": _drop_entity_type(t) for t in ENTITY_TYPES},
     "-similar": ["DELETE FROM relations WHERE kind = 'similar'"],
     "-relation vectors": ["UPDATE relations SET vector = NULL"],
+    **{f"-{kind} vectors": [f"UPDATE relations SET vector = NULL WHERE keywords LIKE '%{kind}%'"]
+       for kind in ("talks about", "co-occur")},
+    "vectors only off the chain kinds": ["UPDATE relations SET vector = NULL WHERE keywords LIKE "
+                                         "'%talks about%' OR keywords LIKE '%co-occur%'"],
 }
 
 

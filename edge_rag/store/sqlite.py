@@ -17,8 +17,8 @@ import sqlite_utils
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
 from .codec import decode_rows, encode_rows
-from .graph_tables import GraphTables, inserted_id, marks, parts
-from .schema import DDL, GRAPH_TABLES_V1, SCHEMA_VERSION, VECTOR_KINDS
+from .graph_tables import GraphTables, embedded, inserted_id, marks, parts
+from .schema import DDL, GRAPH_TABLES_V1, MENTION_TABLES, SCHEMA_VERSION, SPAN_COLUMNS, VECTOR_KINDS
 from .walk import WalkTables
 
 DB_FILE = "index.sqlite"
@@ -166,12 +166,33 @@ class GraphStore:
         # Version 2 kept f16 blobs: each is re-encoded to i8 codes in one transaction (a killed
         # migration leaves the version 2 file as it was), the vector files are marked stale so
         # they are rebuilt from the new codes, and the freed pages are returned to the disk.
+        # Descriptions take the version 3 forms too (mention spans; none on entity names and on
+        # relations kept without a vector), so a migrated index reads like a rebuilt one.
         with self.write():
+            self._mention_spans()
+            self.conn.execute("UPDATE entity_keys SET description = ''")
+            self._unembed_relations()
             for kind, table in VECTOR_TABLES.items():
                 self._reencode_f16(table)
                 self.bump_generation(kind)
             self._set_manifest({"schema_version": str(SCHEMA_VERSION), "migrated_from": "2"})
         self.compact()
+
+    def _mention_spans(self) -> None:
+        for table in MENTION_TABLES:
+            present = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            for column in SPAN_COLUMNS:
+                if column not in present:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER")
+            found = f"instr((SELECT text FROM chunks WHERE id = {table}.chunk_id), description)"
+            self.conn.execute(f"UPDATE {table} SET at = {found} - 1, len = length(description), "
+                              f"description = '' WHERE description != '' AND {found} > 0")
+
+    def _unembed_relations(self) -> None:
+        rows = self.conn.execute("SELECT id, keywords FROM relations WHERE kind = 'structural'")
+        ids = [(row[0],) for row in rows.fetchall() if not embedded(row[1])]
+        self.conn.executemany("UPDATE relations SET vector = NULL, text_sha = NULL, description = '' "
+                              "WHERE id = ?", ids)
 
     def _reencode_f16(self, table: str, batch: int = 4096) -> None:
         last = -1
