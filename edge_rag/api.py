@@ -27,8 +27,10 @@ from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 from .store.schema import VECTOR_KINDS
 
 INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype", "extractor")
-# An insert that leaves more than this share of the SQLite file's pages free (the graph's
-# relations are rewritten as batches arrive) ends with ``compact()``: bulk builds end compact.
+# Bulk builds end compact: an insert ends with ``compact()`` when it leaves more than this share
+# of the SQLite file's pages free, or when it wrote at least half of the index's chunks (the
+# graph's rows are rewritten as batches arrive, leaving half-empty pages: LiHua's fresh build
+# measured 12.4 MB before VACUUM and 11.4 MB after, with no page on the free list).
 COMPACT_FREE_SHARE = 0.1
 
 
@@ -130,9 +132,13 @@ class EdgeRAG:
             indexer = self._indexer()
             show = self.settings.progress if progress is None else progress
             report = indexer.insert(stream, show)
-            if self.store.free_share() > COMPACT_FREE_SHARE:
+            if self._ends_bulk(report.chunks):
                 self._compact()
             return report
+
+    def _ends_bulk(self, written: int) -> bool:
+        total = self.store.counts()["chunks"]
+        return self.store.free_share() > COMPACT_FREE_SHARE or (written > 0 and 2 * written >= total)
 
     def insert_text(self, text: str, source: str = "text",
                     metadata: dict[str, Any] | None = None) -> InsertReport:
