@@ -22,6 +22,7 @@ from .schema import DDL, GRAPH_TABLES_V1, MENTION_TABLES, SCHEMA_VERSION, SPAN_C
 from .walk import WalkTables
 
 DB_FILE = "index.sqlite"
+PAGE_SIZE = 8192
 VECTOR_TABLES = {"chunk": "chunks", "entity": "entity_keys", "relation": "relations"}
 
 
@@ -404,6 +405,9 @@ def _check_directory(directory: Path, path: Path, create: bool) -> None:
 
 def _configure(conn: sqlite3.Connection, settings: Settings) -> None:
     conn.execute("PRAGMA busy_timeout = 30000")
+    # New files only (an existing file keeps its own): 8 KiB pages pack the ~1 KB chunk rows
+    # and the graph's rows tighter than 4 KiB ones (LiHua: 1.7 % smaller after VACUUM).
+    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA foreign_keys = ON")
