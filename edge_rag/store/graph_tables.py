@@ -409,11 +409,13 @@ class GraphTables:
 
 
 # Relations kept without a vector (and without the description and text hash only embedding
-# needs): those whose every mention is a chain link of the fast extractor, a speaker and a word
-# of their line ('talks about') or two names on one line ('co-occur'). Measured on LiHua dev
-# (benchmarks/graph_ablation.py): their vectors add nothing to any method's recall@5, and they
-# are 77% of LiHua's relations and 99.7% of 2Wiki's. Retrieval still walks them as edges.
-UNEMBEDDED_KEYWORDS = frozenset({"talks about", "co-occur"})
+# needs): those whose every mention is a co-occurrence chain link of the fast extractor (two
+# names on one line). Measured on dev (benchmarks/graph_ablation.py, retrieval_*): removing
+# them costs no method on LiHua more than 0.007 of recall@5, and 2Wiki's (99.7% of its 134k
+# relations) served every method within 0.01 without vectors. Retrieval still walks them as
+# edges; only dual's relation search (R_DR, eq. 14) cannot reach them. The speaker → word links
+# ('talks about', 70% of LiHua's relations) keep theirs: without, dual lost 0.015 on LiHua.
+UNEMBEDDED_KEYWORDS = frozenset({"co-occur"})
 
 
 def embedded(keywords: str) -> bool:
