@@ -65,3 +65,8 @@ def for_search(vectors: np.ndarray, dtype: str = "i8") -> np.ndarray:
     if dtype == "i8":
         return codes(vectors)
     return unit(codes(vectors))
+
+
+def from_version_2(blobs: Iterable[bytes]) -> list[bytes]:
+    """Blobs of schema version 1 and 2 (native-order f16 values) re-encoded as i8 codes."""
+    return encode_rows(np.stack([np.frombuffer(blob, dtype=np.float16) for blob in blobs]))

@@ -16,7 +16,7 @@ import sqlite_utils
 
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
-from .codec import decode_rows, encode_rows
+from .codec import decode_rows, encode_rows, from_version_2
 from .graph_tables import GraphTables, embedded, inserted_id, marks, parts
 from .schema import DDL, GRAPH_TABLES_V1, MENTION_TABLES, SCHEMA_VERSION, SPAN_COLUMNS, VECTOR_KINDS
 from .walk import WalkTables
@@ -199,9 +199,8 @@ class GraphStore:
         last = -1
         while rows := self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
                                         "id > ? ORDER BY id LIMIT ?", (last, batch)).fetchall():
-            vectors = np.stack([np.frombuffer(blob, dtype=np.float16) for _, blob in rows])
             self.conn.executemany(f"UPDATE {table} SET vector = ? WHERE id = ?",
-                                  list(zip(encode_rows(vectors), (r[0] for r in rows))))
+                                  list(zip(from_version_2(r[1] for r in rows), (r[0] for r in rows))))
             last = rows[-1][0]
 
     def _run_ddl(self) -> None:
