@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     queries = queries[: args.limit] if args.limit else queries
     rows = {}
     methods = args.methods.split(",") if args.methods else METHODS
-    for method, weights in [(m, True) for m in methods] + [(m, False) for m in ABLATED if m in methods]:
+    ablated = [] if args.no_ablation else [m for m in ABLATED if m in methods]
+    for method, weights in [(m, True) for m in methods] + [(m, False) for m in ablated]:
         name = method if weights else f"{method} -weights"
         with EdgeRAG.open(dataset.index, create=False, use_weights=weights) as rag:
             rows[name] = _evaluate(rag, method, queries, truth, dataset.ks)
@@ -98,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--methods", default=None, help=f"comma-separated subset of {','.join(METHODS)}")
     parser.add_argument("--as-is", action="store_true", help="use the index as it is (index nothing)")
+    parser.add_argument("--no-ablation", action="store_true", help="skip the no-weights runs")
     return parser
 
 

@@ -24,13 +24,20 @@ from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, WalkGraph, make_retriever
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
+from .store.schema import VECTOR_KINDS
 
 INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype", "extractor")
+# Bulk builds end compact: an insert ends with ``compact()`` when it leaves more than this share
+# of the SQLite file's pages free, or when it wrote at least half of the index's chunks (the
+# graph's rows are rewritten as batches arrive, leaving half-empty pages: LiHua's fresh build
+# measured 12.4 MB before VACUUM and 11.4 MB after, with no page on the free list).
+COMPACT_FREE_SHARE = 0.1
 
 
 @dataclass
 class IndexStats:
-    """Counts of what an index holds and its bytes on disk per file."""
+    """Counts of what an index holds, its bytes on disk per file and, inside the SQLite file,
+    per table (with the table's indexes)."""
 
     path: str
     documents: int
@@ -43,6 +50,7 @@ class IndexStats:
     chunks_in_graph: int = 0
     extraction_failures: int = 0
     files: dict[str, int] = field(default_factory=dict)
+    tables: dict[str, int] = field(default_factory=dict)
     embedder: str = ""
     schema_version: str = ""
 
@@ -123,7 +131,14 @@ class EdgeRAG:
         with WriteLock(self.directory):
             indexer = self._indexer()
             show = self.settings.progress if progress is None else progress
-            return indexer.insert(stream, show)
+            report = indexer.insert(stream, show)
+            if self._ends_bulk(report.chunks):
+                self._compact()
+            return report
+
+    def _ends_bulk(self, written: int) -> bool:
+        total = self.store.counts()["chunks"]
+        return self.store.free_share() > COMPACT_FREE_SHARE or (written > 0 and 2 * written >= total)
 
     def insert_text(self, text: str, source: str = "text",
                     metadata: dict[str, Any] | None = None) -> InsertReport:
@@ -134,6 +149,20 @@ class EdgeRAG:
         """Delete a document, its chunks and vectors; returns how many chunks went."""
         with WriteLock(self.directory):
             return self._indexer(extract=False).delete(doc_id)
+
+    def compact(self) -> tuple[int, int]:
+        """Return the space deletes leave to the disk: ``VACUUM`` the SQLite file and rewrite
+        every vector file from SQLite's codes. Returns the index's bytes before and after."""
+        before = self.stats().total_bytes
+        with WriteLock(self.directory):
+            self._compact()
+        return before, self.stats().total_bytes
+
+    def _compact(self) -> None:
+        self._readers.clear()
+        self.store.compact()
+        for kind in VECTOR_KINDS:
+            self._new_vector_index(kind).compact()
 
     # -- reading -------------------------------------------------------------------------
 
@@ -246,6 +275,7 @@ class EdgeRAG:
         manifest = self.store.manifest()
         files = {p.name: p.stat().st_size for p in sorted(self.directory.iterdir()) if p.is_file()}
         return IndexStats(str(self.directory), **self.store.counts(), files=files,
+                          tables=self.store.table_bytes(),
                           embedder=manifest.get("embedder_name", ""),
                           schema_version=manifest.get("schema_version", ""))
 
@@ -301,7 +331,9 @@ class EdgeRAG:
                 lock.release()
 
     def _new_vector_index(self, kind: str = "chunk") -> VectorIndex:
-        return VectorIndex(self.directory, kind, self.embedder.dim, self.settings.vector_dtype, self.store)
+        dim = self.store.manifest().get("embedder_dimension")
+        return VectorIndex(self.directory, kind, int(dim) if dim else self.embedder.dim,
+                           self.settings.vector_dtype, self.store)
 
 
 def _chain(docs: list[Document], files: list, limit: int,

@@ -1,5 +1,5 @@
 """The ``edge-rag`` command line: export, bundle, index, retrieve, ask, chat, delete, documents, stats,
-graph."""
+compact, graph."""
 
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_delete(commands)
     _add_documents(commands)
     _add_stats(commands)
+    _add_compact(commands)
     _add_graph(commands)
     return parser
 
@@ -209,9 +210,19 @@ def _add_documents(commands: Any) -> None:
 def _add_stats(commands: Any) -> None:
     stats = commands.add_parser("stats", help="counts and bytes on disk of an index",
                                 description="Documents, chunks, entities, relations, similar "
-                                "edges and the bytes on disk of each file of an index.")
+                                "edges, the bytes on disk of each file of an index and, inside "
+                                "its SQLite file, of each table with its indexes.")
     _common(stats)
     stats.set_defaults(handler=_stats)
+
+
+def _add_compact(commands: Any) -> None:
+    compact = commands.add_parser("compact", help="reclaim the space deletes left in an index",
+                                  description="Rewrite the SQLite file without free pages (VACUUM) "
+                                  "and every vector file from SQLite's vectors; prints the bytes "
+                                  "before and after. Bulk inserts end compact on their own.")
+    _common(compact)
+    compact.set_defaults(handler=_compact)
 
 
 def _add_graph(commands: Any) -> None:
@@ -371,7 +382,16 @@ def _stats(args: argparse.Namespace) -> int:
               "similar_edges", "chunks_in_graph", "extraction_failures", "embedder")]
     lines += [f"{name:>19}: {size:,} bytes" for name, size in stats.files.items()]
     lines.append(f"{'total':>19}: {stats.total_bytes:,} bytes")
+    lines += [f"{'table ' + name:>19}: {size:,} bytes" for name, size in stats.tables.items()]
     _emit(args, data, "\n".join(lines))
+    return 0
+
+
+def _compact(args: argparse.Namespace) -> int:
+    with _open(args) as rag:
+        before, after = rag.compact()
+    _emit(args, {"bytes_before": before, "bytes_after": after},
+          f"compacted: {before:,} -> {after:,} bytes")
     return 0
 
 

@@ -43,7 +43,7 @@ class Settings:
     focus_max_new_tokens: int = 32
     abstain_threshold: float = 0.25
     no_threshold: float = 0.8
-    vector_dtype: str = "f16"
+    vector_dtype: str = "i8"
     threads: int = 0
     ort_memory_arena: bool = True
     ort_graph_optimization: str = "all"

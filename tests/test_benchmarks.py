@@ -56,7 +56,8 @@ def test_soft_targets_spread_over_every_method_that_works() -> None:
 def test_profiles_of_one_index_shape_share_a_benchmark_index() -> None:
     lihua = DATASETS["lihua"]
     assert lihua.index_for(Settings.load("rpi4")) == lihua.index_for(Settings.load("dev")) == lihua.index
-    assert lihua.index_for(Settings.load("rpi-zero-2w")).name == "lihua-i8"
+    assert lihua.index_for(Settings.load("rpi-zero-2w")) == lihua.index  # i8 everywhere now
+    assert lihua.index_for(Settings(vector_dtype="f16")).name == "lihua-f16"
 
 
 def test_each_method_is_charged_the_index_bytes_it_reads(lihua_index) -> None:

@@ -7,7 +7,8 @@ import pytest
 from edge_rag.cli import build_parser, main
 
 COMMANDS = [["export"], ["export", "embedder"], ["export", "slm"], ["export", "planner"], ["index"],
-            ["retrieve"], ["ask"], ["chat"], ["delete"], ["documents"], ["stats"], ["graph"], ["bundle"]]
+            ["retrieve"], ["ask"], ["chat"], ["delete"], ["documents"], ["stats"], ["compact"], ["graph"],
+            ["bundle"]]
 
 
 def _json(capsys, *argv) -> object:

@@ -6,6 +6,7 @@ import itertools
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies
 
@@ -13,6 +14,7 @@ from edge_rag import EdgeRAG, NoSuchEntity
 from edge_rag.index.aggregate import AggregationParams, EntityKey, aggregate, components
 from edge_rag.index.extract import FastExtractor, parse_records
 from edge_rag.index.graph_builder import weight
+from edge_rag.store.codec import decode
 from tests.conftest import LIHUA_ZIP, SMALL_SLM
 
 # Crafted chats in which the same people are written in several ways.
@@ -204,11 +206,14 @@ def test_a_version_1_index_is_migrated_and_its_chunks_join_the_graph(tmp_path: P
     with sqlite3.connect(tmp_path / "index" / "index.sqlite") as db:  # what version 1 wrote
         for table in ("entity_mentions", "relation_mentions", "chunk_graph", "extractions", "entity_keys"):
             db.execute(f"DROP TABLE {table}")
+        rows = db.execute("SELECT id, vector FROM chunks").fetchall()  # version 1 kept f16 blobs
+        db.executemany("UPDATE chunks SET vector = ? WHERE id = ?",
+                       [(decode(blob).astype(np.float16).tobytes(), i) for i, blob in rows])
         db.execute("UPDATE manifest SET value = '1' WHERE key = 'schema_version'")
         db.execute("UPDATE manifest SET value = json_remove(value, '$.extractor') "
                    "WHERE key = 'index_settings'")
     with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
-        assert rag.stats().schema_version == "2" and len(rag.documents()) == 1
+        assert rag.stats().schema_version == "3" and len(rag.documents()) == 1
         report = rag.insert_text(CRAFTED["b.txt"], source="b")
         assert report.graph.chunks == 2  # the old chunk and the new one
         assert rag.stats().chunks_in_graph == rag.stats().chunks == 2

@@ -165,7 +165,9 @@ def test_cli_text_output_of_every_index_command(tmp_path, capsys, model_folder):
     assert main(["stats", "--index", index]) == 0
     stats = {k.strip(): v for k, v in (line.split(": ", 1) for line in capsys.readouterr().out.splitlines())}
     assert stats["documents"] == "2" and stats["chunks.usearch"].endswith(" bytes")
-    assert stats["total"].endswith(" bytes")
+    assert stats["total"].endswith(" bytes") and stats["table chunks"].endswith(" bytes")
+    assert main(["compact", "--index", index]) == 0
+    assert capsys.readouterr().out.startswith("compacted: ")
 
 
 def test_cli_ask_text_and_stream(lihua_index, capsys, slm, monkeypatch):

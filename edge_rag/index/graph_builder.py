@@ -30,7 +30,7 @@ from ..lexicon import STOPWORDS, entity_key
 from ..models.embedder import Embedder
 from ..progress import Progress
 from ..store import GraphStore, VectorIndex
-from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow
+from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow, embedded
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
 from .extract import Extractor
 from .mentions import Extraction, chunk_hash, embedding_text
@@ -188,8 +188,9 @@ class GraphBuilder:
         vectors = dict(zip(stale, self.embedder.embed([embedding_text(alive[k].name) for k in stale])))
         for key, info in sorted(alive.items()):
             vector = vectors[key] if key in vectors else old[key].vector
-            row_id = self.tables.upsert_key(key, info.name, info.type, info.description, info.mentions,
-                                            vector)
+            # A name's description is derived from its mentions whenever aggregation needs it;
+            # nothing reads it back from entity_keys, so none is stored there.
+            row_id = self.tables.upsert_key(key, info.name, info.type, "", info.mentions, vector)
             if key in vectors:
                 self.entity_vectors.remove([row_id])
                 self.entity_vectors.add([row_id], vector[None, :])
@@ -312,10 +313,12 @@ def relation_text(source: str, target: str, keywords: str, description: str) -> 
 def _structural(pair: tuple[int, int], rows: list[RelationMentionRow], names: dict[int, str]) -> NewRelation:
     """One structural relation per node pair, from all of its mentions."""
     keywords = _join((r.keywords for r in rows), KEYWORD_CHARS, ", ")
-    description = _join((r.description for r in rows), DESCRIPTION_CHARS)
-    text = relation_text(names[pair[0]], names[pair[1]], keywords, description)
+    description, sha = "", None
+    if embedded(keywords):  # the others are kept without a vector (see graph_tables)
+        description = _join((r.description for r in rows), DESCRIPTION_CHARS)
+        sha = _sha(relation_text(names[pair[0]], names[pair[1]], keywords, description))
     return NewRelation("structural", pair[0], pair[1], keywords, description,
-                       weight=round(weight([r.strength for r in rows]), 6), text_sha=_sha(text),
+                       weight=round(weight([r.strength for r in rows]), 6), text_sha=sha,
                        chunk_ids=tuple(sorted({r.chunk_id for r in rows})))
 
 

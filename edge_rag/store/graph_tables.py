@@ -11,6 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .codec import decode, encode, encode_rows
+from .schema import MENTION_DESCRIPTION
 
 BATCH = 500
 
@@ -136,13 +137,17 @@ class GraphTables:
     def add_mentions(self, chunk_id: int, extractor: str, failures: int,
                      entities: Iterable[tuple[str, str, str, str]],
                      relations: Iterable[tuple[str, str, str, str, float]]) -> None:
-        """Record one chunk's mentions and mark it as in the graph."""
+        """Record one chunk's mentions and mark it as in the graph (a description found in the
+        chunk's text is stored as its span, see ``schema.py``)."""
+        row = self.conn.execute("SELECT text FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
+        text = row[0] if row else ""
         self.conn.executemany(
-            "INSERT OR IGNORE INTO entity_mentions(chunk_id, key, name, type, description) "
-            "VALUES (?, ?, ?, ?, ?)", [(chunk_id, *e) for e in entities])
+            "INSERT OR IGNORE INTO entity_mentions(chunk_id, key, name, type, description, at, len) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", [(chunk_id, *e[:3], *_span(text, e[3])) for e in entities])
         self.conn.executemany(
             "INSERT OR IGNORE INTO relation_mentions(chunk_id, source_key, target_key, keywords, "
-            "description, strength) VALUES (?, ?, ?, ?, ?, ?)", [(chunk_id, *r) for r in relations])
+            "description, at, len, strength) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(chunk_id, *r[:3], *_span(text, r[3]), r[4]) for r in relations])
         self.conn.execute("INSERT INTO chunk_graph(chunk_id, extractor, failures) VALUES (?, ?, ?)",
                           (chunk_id, extractor, failures))
 
@@ -162,8 +167,8 @@ class GraphTables:
         out: dict[str, list[MentionRow]] = {}
         for part in parts(sorted(keys)):
             rows = self.conn.execute(
-                "SELECT key, name, type, description, count(*) FROM entity_mentions "
-                f"WHERE key IN ({marks(part)}) GROUP BY key, name, type, description", part)
+                f"SELECT key, name, type, {MENTION_DESCRIPTION} AS d, count(*) FROM entity_mentions m "
+                f"WHERE key IN ({marks(part)}) GROUP BY key, name, type, d", part)
             for row in rows:
                 out.setdefault(row[0], []).append(MentionRow(*row))
         return out
@@ -257,12 +262,12 @@ class GraphTables:
     def relation_mentions(self, keys: Iterable[str]) -> list[RelationMentionRow]:
         """Every relation mention with an endpoint among the keys."""
         out: dict[tuple, RelationMentionRow] = {}
-        columns = "chunk_id, source_key, target_key, keywords, description, strength"
+        columns = f"chunk_id, source_key, target_key, keywords, {MENTION_DESCRIPTION}, strength"
         for part in parts(sorted(keys)):
             holders = marks(part)
             rows = self.conn.execute(
-                f"SELECT {columns} FROM relation_mentions WHERE source_key IN ({holders}) UNION "
-                f"SELECT {columns} FROM relation_mentions WHERE target_key IN ({holders})", part + part)
+                f"SELECT {columns} FROM relation_mentions m WHERE source_key IN ({holders}) UNION "
+                f"SELECT {columns} FROM relation_mentions m WHERE target_key IN ({holders})", part + part)
             out.update((row[:3], RelationMentionRow(*row)) for row in rows)
         return sorted(out.values(), key=lambda r: (r.chunk_id, r.source_key, r.target_key))
 
@@ -300,14 +305,15 @@ class GraphTables:
 
     def relations_without_vector(self) -> list[tuple[int, str, str, str, str]]:
         """(id, source name, target name, keywords, description) of structural relations
-        still waiting for their vector."""
+        still waiting for their vector (those kept without one have no text hash)."""
         return self.conn.execute(
             "SELECT r.id, a.name, b.name, r.keywords, r.description FROM relations r "
             "JOIN entities a ON a.id = r.source_id JOIN entities b ON b.id = r.target_id "
-            "WHERE r.kind = 'structural' AND r.vector IS NULL ORDER BY r.id").fetchall()
+            "WHERE r.kind = 'structural' AND r.vector IS NULL AND r.text_sha IS NOT NULL "
+            "ORDER BY r.id").fetchall()
 
     def set_relation_vectors(self, ids: Sequence[int], vectors: np.ndarray) -> None:
-        """Store relation vectors (f16)."""
+        """Store relation vectors (i8 codes)."""
         blobs = encode_rows(vectors)
         self.conn.executemany("UPDATE relations SET vector = ? WHERE id = ?",
                               [(blobs[i], int(r)) for i, r in enumerate(ids)])
@@ -400,6 +406,27 @@ class GraphTables:
                                  "SELECT source_id FROM relations WHERE target_id = ?",
                                  (entity_id, entity_id))
         return [row[0] for row in rows]
+
+
+# Relations kept without a vector (and without the description and text hash only embedding
+# needs): those whose every mention is a co-occurrence chain link of the fast extractor (two
+# names on one line). Measured on dev (benchmarks/graph_ablation.py, retrieval_*): removing
+# them costs no method on LiHua more than 0.007 of recall@5, and 2Wiki's (99.7% of its 134k
+# relations) served every method within 0.01 without vectors. Retrieval still walks them as
+# edges; only dual's relation search (R_DR, eq. 14) cannot reach them. The speaker → word links
+# ('talks about', 70% of LiHua's relations) keep theirs: without, dual lost 0.015 on LiHua.
+UNEMBEDDED_KEYWORDS = frozenset({"co-occur"})
+
+
+def embedded(keywords: str) -> bool:
+    """Whether a structural relation with these (comma-joined) keywords gets a vector."""
+    return not {k.strip() for k in keywords.split(",")} <= UNEMBEDDED_KEYWORDS
+
+
+def _span(text: str, description: str) -> tuple[str, int | None, int | None]:
+    """(description, at, len) as stored: the span of ``text`` it is, or the text itself."""
+    at = text.find(description) if description else -1
+    return ("", at, len(description)) if at >= 0 else (description, None, None)
 
 
 def inserted_id(cursor: sqlite3.Cursor) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 VECTOR_KINDS = ("chunk", "entity", "relation")
 
 # Mentions (per chunk, as extracted) are the source of truth of the graph; entity_keys (one row
@@ -11,7 +11,17 @@ VECTOR_KINDS = ("chunk", "entity", "relation")
 # adjacency: kind 'structural' carries a weight (omega_r), kind 'similar' the aggregation score
 # S. Both endpoints are indexed so one-hop lookups in either direction are an index seek.
 # Version 1 files had the same tables for documents and chunks and empty graph tables, so
-# opening one drops GRAPH_TABLES_V1, creates the rest and keeps everything else.
+# opening one drops GRAPH_TABLES_V1, creates the rest and keeps everything else. Version 2 had
+# these tables with f16 vector blobs (768 bytes at 384 dimensions); version 3 holds i8 codes
+# (``codec.py``), so opening a version 2 file re-encodes its blobs once.
+# A blob's length alone cannot tell the two apart for every dimension: the version decides.
+# Version 3 also stores a mention's description that is a span of its chunk's text (nearly all
+# of the fast extractor's: lines and snippets) as that span: ``at`` (0-based character offset)
+# and ``len`` with an empty ``description``; MENTION_DESCRIPTION reads either form back.
+MENTION_DESCRIPTION = ("CASE WHEN m.at IS NULL THEN m.description "
+                       "ELSE substr((SELECT text FROM chunks WHERE id = m.chunk_id), m.at + 1, m.len) END")
+SPAN_COLUMNS = ("at", "len")
+MENTION_TABLES = ("entity_mentions", "relation_mentions")
 DDL = """
 CREATE TABLE IF NOT EXISTS manifest (
     key TEXT PRIMARY KEY,
@@ -87,6 +97,8 @@ CREATE TABLE IF NOT EXISTS entity_mentions (
     name TEXT NOT NULL,
     type TEXT NOT NULL,
     description TEXT NOT NULL,
+    at INTEGER,
+    len INTEGER,
     PRIMARY KEY (chunk_id, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS entity_mentions_key ON entity_mentions(key);
@@ -97,6 +109,8 @@ CREATE TABLE IF NOT EXISTS relation_mentions (
     keywords TEXT NOT NULL,
     description TEXT NOT NULL,
     strength REAL NOT NULL,
+    at INTEGER,
+    len INTEGER,
     PRIMARY KEY (chunk_id, source_key, target_key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS relation_mentions_source ON relation_mentions(source_key);

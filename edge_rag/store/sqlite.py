@@ -16,12 +16,13 @@ import sqlite_utils
 
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
-from .codec import decode_rows, encode_rows
-from .graph_tables import GraphTables, inserted_id, marks, parts
-from .schema import DDL, GRAPH_TABLES_V1, SCHEMA_VERSION, VECTOR_KINDS
+from .codec import decode_rows, encode_rows, from_version_2
+from .graph_tables import GraphTables, embedded, inserted_id, marks, parts
+from .schema import DDL, GRAPH_TABLES_V1, MENTION_TABLES, SCHEMA_VERSION, SPAN_COLUMNS, VECTOR_KINDS
 from .walk import WalkTables
 
 DB_FILE = "index.sqlite"
+PAGE_SIZE = 8192
 VECTOR_TABLES = {"chunk": "chunks", "entity": "entity_keys", "relation": "relations"}
 
 
@@ -139,6 +140,9 @@ class GraphStore:
         version = self.manifest().get("schema_version")
         if version == "1":
             self._migrate_from_v1()
+            version = "2"
+        if version == "2":
+            self._migrate_from_v2()
             return
         if version != str(SCHEMA_VERSION):
             raise SchemaMismatch(
@@ -157,7 +161,47 @@ class GraphStore:
             for table in GRAPH_TABLES_V1:
                 self.conn.execute(f"DROP TABLE IF EXISTS {table}")
             self._run_ddl()
-            self._set_manifest({"schema_version": str(SCHEMA_VERSION)})
+            self._set_manifest({"schema_version": "2"})
+
+    def _migrate_from_v2(self) -> None:
+        # Version 2 kept f16 blobs: each is re-encoded to i8 codes in one transaction (a killed
+        # migration leaves the version 2 file as it was), the vector files are marked stale so
+        # they are rebuilt from the new codes, and the freed pages are returned to the disk.
+        # Descriptions take the version 3 forms too (mention spans; none on entity names and on
+        # relations kept without a vector), so a migrated index reads like a rebuilt one.
+        with self.write():
+            self._mention_spans()
+            self.conn.execute("UPDATE entity_keys SET description = ''")
+            self._unembed_relations()
+            for kind, table in VECTOR_TABLES.items():
+                self._reencode_f16(table)
+                self.bump_generation(kind)
+            self._set_manifest({"schema_version": str(SCHEMA_VERSION), "migrated_from": "2"})
+        self.compact()
+
+    def _mention_spans(self) -> None:
+        for table in MENTION_TABLES:
+            present = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            for column in SPAN_COLUMNS:
+                if column not in present:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER")
+            found = f"instr((SELECT text FROM chunks WHERE id = {table}.chunk_id), description)"
+            self.conn.execute(f"UPDATE {table} SET at = {found} - 1, len = length(description), "
+                              f"description = '' WHERE description != '' AND {found} > 0")
+
+    def _unembed_relations(self) -> None:
+        rows = self.conn.execute("SELECT id, keywords FROM relations WHERE kind = 'structural'")
+        ids = [(row[0],) for row in rows.fetchall() if not embedded(row[1])]
+        self.conn.executemany("UPDATE relations SET vector = NULL, text_sha = NULL, description = '' "
+                              "WHERE id = ?", ids)
+
+    def _reencode_f16(self, table: str, batch: int = 4096) -> None:
+        last = -1
+        while rows := self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
+                                        "id > ? ORDER BY id LIMIT ?", (last, batch)).fetchall():
+            self.conn.executemany(f"UPDATE {table} SET vector = ? WHERE id = ?",
+                                  list(zip(from_version_2(r[1] for r in rows), (r[0] for r in rows))))
+            last = rows[-1][0]
 
     def _run_ddl(self) -> None:
         for statement in DDL.split(";"):
@@ -215,7 +259,7 @@ class GraphStore:
 
     def add_chunks(self, doc_id: str, first_ord: int, texts: Sequence[str],
                    n_tokens: Sequence[int], vectors: np.ndarray) -> list[int]:
-        """Insert chunks with their vectors (f16 at rest); returns their ids."""
+        """Insert chunks with their vectors (i8 codes at rest); returns their ids."""
         blobs = encode_rows(vectors)
         ids = []
         for i, text in enumerate(texts):
@@ -263,7 +307,7 @@ class GraphStore:
     # -- vectors at rest ------------------------------------------------------------------
 
     def iter_vectors(self, kind: str, batch: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(ids, f16 vectors) of every stored vector of a kind, in batches."""
+        """(ids, unit vectors) of every stored vector of a kind, in batches."""
         table = VECTOR_TABLES[kind]
         cursor = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL")
         while rows := cursor.fetchmany(batch):
@@ -271,7 +315,7 @@ class GraphStore:
             yield ids, decode_rows(r[1] for r in rows)
 
     def vectors_by_id(self, kind: str, ids: Sequence[int]) -> Iterator[tuple[list[int], np.ndarray]]:
-        """(ids, f16 vectors) of the rows of a kind among ``ids`` that have a vector, in batches."""
+        """(ids, unit vectors) of the rows of a kind among ``ids`` that have a vector, in batches."""
         table = VECTOR_TABLES[kind]
         for part in parts(list(ids)):
             rows = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
@@ -300,7 +344,33 @@ class GraphStore:
                 "saved_crc32 = ? WHERE kind = ?", (generation, count, size, crc, kind)
             )
 
-    # -- statistics -------------------------------------------------------------------------
+    # -- statistics and upkeep --------------------------------------------------------------
+
+    def table_bytes(self) -> dict[str, int]:
+        """Bytes of each table with its indexes, largest first (SQLite's ``dbstat``; empty where
+        the SQLite build lacks it). Pages on the free list are reported as ``(free)``."""
+        try:
+            rows = self.conn.execute(
+                "SELECT coalesce(s.tbl_name, d.name), sum(d.pgsize) FROM dbstat d "
+                "LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1").fetchall()
+        except sqlite3.OperationalError:
+            return {}
+        out = dict(sorted(((str(n), int(b)) for n, b in rows), key=lambda kv: (-kv[1], kv[0])))
+        free = self._pragma("freelist_count") * self._pragma("page_size")
+        return {**out, "(free)": free} if free else out
+
+    def free_share(self) -> float:
+        """Share of the file's pages that are free (left by deletes, reclaimed by ``compact``)."""
+        return self._pragma("freelist_count") / max(1, self._pragma("page_count"))
+
+    def compact(self) -> None:
+        """Rewrite the file without free pages (``VACUUM``) and empty the write-ahead log.
+        Call outside a transaction, holding the write lock."""
+        self.conn.execute("VACUUM")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _pragma(self, name: str) -> int:
+        return int(self.conn.execute(f"PRAGMA {name}").fetchone()[0])
 
     def counts(self) -> dict[str, int]:
         """Row counts of what the index holds."""
@@ -334,6 +404,9 @@ def _check_directory(directory: Path, path: Path, create: bool) -> None:
 
 def _configure(conn: sqlite3.Connection, settings: Settings) -> None:
     conn.execute("PRAGMA busy_timeout = 30000")
+    # New files only (an existing file keeps its own): 8 KiB pages pack the ~1 KB chunk rows
+    # and the graph's rows tighter than 4 KiB ones (LiHua: 1.7 % smaller after VACUUM).
+    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA foreign_keys = ON")

@@ -57,7 +57,7 @@ class VectorIndex:
     def add(self, keys: list[int], vectors: np.ndarray) -> None:
         """Add vectors under integer keys (the SQLite row ids)."""
         if keys:
-            self._writable().add(np.asarray(keys, dtype=np.uint64), for_search(vectors))
+            self._writable().add(np.asarray(keys, dtype=np.uint64), for_search(vectors, self.dtype))
 
     def remove(self, keys: list[int]) -> None:
         """Remove keys (missing ones are ignored)."""
@@ -68,7 +68,7 @@ class VectorIndex:
         """(keys, cosine similarities) of the k nearest vectors, best first."""
         if self.index is None or len(self.index) == 0:
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32)
-        matches = self.index.search(for_search(vector), min(k, len(self.index)))
+        matches = self.index.search(for_search(vector, self.dtype), min(k, len(self.index)))
         return np.asarray(matches.keys), 1.0 - np.asarray(matches.distances, dtype=np.float32)
 
     def save(self, generation: int) -> None:
@@ -84,6 +84,12 @@ class VectorIndex:
         )
         self.generation = generation
 
+    def compact(self) -> None:
+        """Rewrite the file from SQLite's codes: the slots of removed vectors are dropped."""
+        generation = int(self.store.vector_state(self.kind)["generation"])
+        self.index, self.viewed, self.rebuilt = self._rebuild(), False, True
+        self.save(generation)
+
     def _file_is_current(self, state: VectorState) -> bool:
         if state["saved_generation"] != state["generation"] or not self.path.is_file():
             return False
@@ -94,7 +100,7 @@ class VectorIndex:
     def _rebuild(self) -> Index:
         index = self._empty()
         for ids, vectors in self.store.iter_vectors(self.kind):
-            index.add(ids, for_search(vectors))
+            index.add(ids, for_search(vectors, self.dtype))
         return index
 
     def _empty(self) -> Index:

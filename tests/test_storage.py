@@ -1,0 +1,99 @@
+"""Issue 16: vectors stored once as i8 codes, version 2 files migrated, compaction, bytes per table."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from edge_rag import EdgeRAG
+from edge_rag.cli import main
+from edge_rag.store import codec
+
+NOTES = {
+    "otters": "Otters hold hands while they sleep so that they do not drift apart.",
+    "glaciers": "Glaciers carve deep valleys over millennia as they grind downhill.",
+    "bees": "Honey bees dance in a figure of eight to point the way to flowers.",
+}
+
+
+def _index(path: Path, **overrides) -> Path:
+    with EdgeRAG.open(path, progress=False, **overrides) as rag:
+        for source, text in NOTES.items():
+            rag.insert_text(text, source=source)
+    return path
+
+
+def test_codes_keep_cosine_and_are_stable():
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(64, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    blobs = codec.encode_rows(vectors)
+    assert {len(b) for b in blobs} == {384}  # one byte per dimension
+    back = codec.decode_rows(blobs)
+    assert np.allclose(np.sum(back * vectors, axis=1), 1.0, atol=2e-3)
+    assert codec.encode_rows(back) == blobs  # decoding and encoding again changes nothing
+
+
+def test_sqlite_holds_i8_codes_and_the_i8_file_holds_the_same(tmp_path, model_folder):
+    index = _index(tmp_path / "index")
+    with sqlite3.connect(index / "index.sqlite") as db:
+        rows = db.execute("SELECT id, vector FROM chunks ORDER BY id").fetchall()
+    assert {len(blob) for _, blob in rows} == {384}
+    with EdgeRAG.open(index, create=False) as rag:
+        stored = rag._vectors()
+        assert not stored.rebuilt and stored.index is not None and "i8" in str(stored.index.dtype).lower()
+        for key, blob in rows:
+            assert np.array_equal(stored.index.get(key), np.frombuffer(blob, dtype=np.int8))
+        for source, text in NOTES.items():
+            top = rag.retrieve(text, top_k=1).chunks[0]
+            assert top.source == source and top.score > 0.95
+
+
+def test_a_version_2_index_is_migrated_not_misread(tmp_path, model_folder):
+    index = _index(tmp_path / "index", vector_dtype="f16")
+    with sqlite3.connect(index / "index.sqlite") as db:  # what version 2 wrote: f16 blobs
+        for table in ("chunks", "entity_keys", "relations"):
+            rows = db.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL").fetchall()
+            db.executemany(f"UPDATE {table} SET vector = ? WHERE id = ?",
+                           [(codec.decode(b).astype(np.float16).tobytes(), i) for i, b in rows])
+        db.execute("UPDATE manifest SET value = '2' WHERE key = 'schema_version'")
+        before = dict(db.execute("SELECT id, vector FROM chunks").fetchall())
+    with EdgeRAG.open(index, create=False) as rag:
+        stats = rag.stats()
+        assert stats.schema_version == "3"
+        for source, text in NOTES.items():
+            top = rag.retrieve(text, top_k=1).chunks[0]
+            assert top.source == source and top.score > 0.95
+    with sqlite3.connect(index / "index.sqlite") as db:
+        after = dict(db.execute("SELECT id, vector FROM chunks").fetchall())
+        assert db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    for key, blob in before.items():
+        assert len(after[key]) == 384
+        assert np.array_equal(after[key], codec.encode(np.frombuffer(blob, dtype=np.float16)))
+
+
+def test_compact_after_deletes_returns_the_space(tmp_path, model_folder, capsys):
+    index = tmp_path / "index"
+    filler = " ".join(f"Paragraph {i} is about river stones, moss and the weather in May." for i in range(60))
+    with EdgeRAG.open(index, progress=False) as rag:
+        for source, text in NOTES.items():
+            rag.insert_text(text, source=source)
+        ids = [rag.insert_text(f"{filler} Part {n}.", source=f"bulk-{n}").added[0] for n in range(6)]
+        for doc_id in ids:
+            rag.delete(doc_id)
+        assert rag.store.free_share() > 0.1
+        before, after = rag.compact()
+        assert after < before and rag.store.free_share() == 0
+        tables = rag.stats().tables
+        assert "(free)" not in tables and tables["chunks"] > 0
+        assert sum(tables.values()) == (index / "index.sqlite").stat().st_size
+    with EdgeRAG.open(index, create=False) as rag:
+        assert not rag._vectors().rebuilt and len(rag._vectors()) == len(NOTES)
+        assert rag.retrieve(NOTES["bees"], top_k=1).chunks[0].source == "bees"
+    assert main(["compact", "--index", str(index)]) == 0
+    assert capsys.readouterr().out.startswith("compacted: ")
+    assert main(["stats", "--index", str(index)]) == 0
+    lines = {k.strip(): v for k, v in (line.split(": ", 1) for line in capsys.readouterr().out.splitlines())}
+    assert lines["table chunks"].strip().endswith(" bytes")
