@@ -1,8 +1,8 @@
 """Answer accuracy with the SLM on LiHua-World or 2WikiMultihopQA dev queries.
 
-    python -m benchmarks.answer_accuracy [--dataset lihua|2wiki] [--slm qwen2.5-coder-0.5b-int8]
+    python -m benchmarks.answer_accuracy [--dataset lihua|2wiki] [--slm qwen2.5-coder-0.5b-q4]
                                          [--method vector] [--limit N] [--type Multi] [--no-weights]
-                                         [--stage focused|plain]
+                                         [--stage focused|plain] [--as-is]
 
 A query is right when its normalised gold answer (or, on 2Wiki, one of its aliases) is contained
 in the normalised answer; a Null query is right when the answer says the information is missing.
@@ -10,7 +10,9 @@ Token F1 and exact match (after dropping citations like "[1]") are the HotpotQA 
 are cached in benchmarks/results/cache/ keyed by query, method, model and prompt version, so
 reruns are cheap. ``--stage`` picks the answer stage (default: the profile's ``answer_stage``,
 ``focused``); abstention precision and recall (Null vs answerable queries), the median prompt
-and prefill and answers that are only citations are reported too.
+and prefill and answers that are only citations are reported too. ``--slm`` defaults to the
+profile's SLM; ``--as-is`` opens the benchmark index as it is (indexing nothing: the 2Wiki index
+without its relation vectors serves ``vector`` retrieval).
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ import re
 import string
 import time
 from pathlib import Path
+from typing import Any
 
 from edge_rag import EdgeRAG, Settings
 from edge_rag.prompts import FOCUSED_PROMPT_VERSION, PROMPT_VERSION
 from edge_rag.retrieve import RETRIEVAL_VERSION
 
 from .common import RESULTS, markdown_table, peak_rss_mb, percentiles, write_result
-from .datasets import DATASETS, open_index
+from .datasets import DATASETS, Dataset, open_index
 
 MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|specif|say|include)"
                      r"|no (?:information|mention)|does not (?:say|state)|cannot (?:be )?(?:determin|answer)"
@@ -36,7 +39,7 @@ MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|s
 
 ANSWER_FIELDS = ("top_k", "context_token_budget", "answer_max_tokens", "slm_context_tokens")
 FOCUSED_FIELDS = ("answer_stage", "focus_tokens", "focus_max_new_tokens", "abstain_threshold",
-                  "no_threshold")
+                  "no_threshold", "abstain_terms")
 GRAPH_FIELDS = ("graph_entities", "graph_relations", "lr_alpha", "tr_hops",
                 "graph_support_weight", "graph_support_spread", "keyword_extractor")
 CITATION = re.compile(r"\[\d+(?:,\s*\d+)*\]")
@@ -99,11 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     queries = stratified(dataset.queries(), args.limit)
     queries = [q for q in queries if args.type in (None, q["type"])]
     method = args.method + ("" if args.use_weights else "-noweights")
+    args.slm = args.slm or Settings().slm
     overrides = {"slm": args.slm, "use_weights": args.use_weights, "answer_stage": args.stage}
     settings = Settings.load(None, **overrides)
     cached = sum(q["id"] in _load_cache(cache_path(args.dataset, args.slm, method, settings))
                  for q in queries)
-    with open_index(dataset, **overrides) as rag:
+    with open_benchmark_index(dataset, args.as_is, **overrides) as rag:
         rows = answer_all(rag, args.dataset, queries, args.method, args.slm)
     summary = _summary(rows)
     stage = _stage_summary(rows)
@@ -122,6 +126,14 @@ def main(argv: list[str] | None = None) -> int:
     tag = "" if args.dataset == "lihua" else f"{args.dataset}-"
     print(f"wrote {write_result(f'answer_accuracy_{tag}{args.slm}_{method}{suffix}', payload)}")
     return 0
+
+
+def open_benchmark_index(dataset: Dataset, as_is: bool, **overrides: Any) -> EdgeRAG:
+    """The data set's index: completed first (``open_index``), or as it is (``as_is``)."""
+    if as_is:
+        return EdgeRAG.open(dataset.index_for(Settings.load(None, **overrides)), create=False,
+                            **overrides)
+    return open_index(dataset, **overrides)
 
 
 def cache_path(dataset: str, slm: str, method: str, settings: Settings | None = None) -> Path:
@@ -162,7 +174,8 @@ def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Pat
                               "decode_ms": round(answer.timings.get("decode", 0.0), 1),
                               "prompt_tokens": answer.timings.get("prompt_tokens"),
                               "cached_tokens": answer.timings.get("cached_tokens"),
-                              **{k: answer.details.get(k) for k in ("form", "abstain", "p_abstain", "p_no")}}
+                              **{k: answer.details.get(k)
+                                 for k in ("form", "abstain", "unsupported", "p_abstain", "p_no")}}
         with open(cache_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(cache[query["id"]]) + "\n")
         print(f"[{time.strftime('%H:%M:%S')}] {query['id']} {query['type']}: {answer.text[:80]!r}",
@@ -227,12 +240,15 @@ def _load_cache(path: Path) -> dict:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
-    parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="exported SLM folder name")
+    parser.add_argument("--slm", default=None,
+                        help=f"exported SLM folder name (default: the profile's, {Settings().slm})")
     parser.add_argument("--method", default="vector", help="retrieval method")
     parser.add_argument("--limit", type=int, default=None, help="type-stratified subset size")
     parser.add_argument("--type", default=None, help="only queries of this type (Single, Multi, Null)")
     parser.add_argument("--stage", default=None, choices=("focused", "plain"),
                         help="answer stage (default: the profile's answer_stage)")
+    parser.add_argument("--as-is", action="store_true",
+                        help="use the benchmark index as it is (index nothing, embed nothing)")
     parser.add_argument("--no-weights", dest="use_weights", action="store_false",
                         help="the -Weights ablation (use_weights=false)")
     return parser

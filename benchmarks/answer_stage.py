@@ -1,6 +1,7 @@
 """The old (plain) and new (focused) answer stage side by side in one process: prompt, prefill, accuracy.
 
     python -m benchmarks.answer_stage [--dataset lihua|2wiki] [--limit 40] [--method vector] [--block 10]
+                                      [--slm qwen2.5-coder-0.5b-q4] [--as-is]
 
 Each question is retrieved once and answered by both stages with the same loaded SLM. The stages
 take turns in blocks of ``--block`` questions (plain, focused, plain, ...): the SLM's prefix cache
@@ -15,11 +16,12 @@ import argparse
 import statistics
 import time
 
+from edge_rag import Settings
 from edge_rag.answer import Answerer
 
-from .answer_accuracy import judge, stratified
+from .answer_accuracy import judge, open_benchmark_index, stratified
 from .common import markdown_table, percentiles, write_result
-from .datasets import DATASETS, open_index
+from .datasets import DATASETS
 
 STAGES = ("plain", "focused")
 
@@ -29,8 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     dataset = DATASETS[args.dataset]
     queries = stratified(dataset.queries(), args.limit)
+    args.slm = args.slm or Settings().slm
     rows = []
-    with open_index(dataset, slm=args.slm) as rag:
+    with open_benchmark_index(dataset, args.as_is, slm=args.slm) as rag:
         settings = rag.settings
         stages = {"plain": Answerer(rag.slm, settings.context_token_budget, settings.answer_max_tokens),
                   "focused": rag.answerer}
@@ -75,7 +78,10 @@ def _summary(rows: list[dict]) -> dict:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
-    parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="exported SLM folder name")
+    parser.add_argument("--slm", default=None,
+                        help=f"exported SLM folder name (default: the profile's, {Settings().slm})")
+    parser.add_argument("--as-is", action="store_true",
+                        help="use the benchmark index as it is (index nothing, embed nothing)")
     parser.add_argument("--method", default="vector", help="retrieval method")
     parser.add_argument("--limit", type=int, default=40, help="type-stratified subset size")
     parser.add_argument("--block", type=int, default=10, help="questions per stage turn")

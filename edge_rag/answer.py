@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import prompts
+from .abstain import unsupported
 from .focus import Focus, SourceDoc, choose, split_document
 from .forms import Form, answer_form, answer_span, start_mask
 from .models.constraints import TokenMask
@@ -148,6 +149,7 @@ class Prepared:
     abstain: str = ""
     p_abstain: float | None = None
     p_no: float | None = None
+    unsupported: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -160,14 +162,18 @@ class FocusedAnswerer:
     """The focused answer stage: best lines within a token budget, answer forms, abstention.
 
     Abstention ("Insufficient information.") is decided from evidence before generating:
-    a date the question names that no retrieved document has, or the model's own probability
-    of starting the answer with "Insufficient" at or above ``abstain_threshold``. A yes/no
+    a date the question names that no retrieved document has; at least ``abstain_terms`` of
+    the question's terms that no chosen line matches (``abstain.unsupported``; not for yes/no
+    or either-or questions); or the model's own probability of starting the answer with
+    "Insufficient" at or above ``abstain_threshold`` (1.0, the default, never). A yes/no
     answer starts with "No" only when P(No | Yes or No) is at least ``no_threshold``.
     """
 
     def __init__(self, slm: SLM, evidence: Evidence, context_tokens: int, max_new_tokens: int,
-                 abstain_threshold: float, no_threshold: float = 0.5) -> None:
+                 abstain_threshold: float, no_threshold: float = 0.5,
+                 abstain_terms: int = 0) -> None:
         self.slm = slm
+        self.abstain_terms = abstain_terms
         self.evidence = evidence
         self.context_tokens = context_tokens
         self.abstain_threshold = abstain_threshold
@@ -247,6 +253,10 @@ class FocusedAnswerer:
             return "no evidence"
         if missing_date(question, docs):
             return "date not in sources"
+        if self.abstain_terms and prepared.form.kind not in ("yesno", "choice"):
+            prepared.unsupported = unsupported(question, prepared.focus.text())
+            if len(prepared.unsupported) >= self.abstain_terms:
+                return "terms not in sources"
         timings: dict[str, float] = {}
         logprobs = self.slm.next_token_logprobs(prepared.prompt, timings)
         prepared.timings.update(prefill=timings["prefill"], cached_tokens=timings["cached_tokens"])
@@ -310,7 +320,8 @@ class FocusedAnswerer:
 
 def _details(prepared: Prepared) -> dict[str, Any]:
     return {"stage": "focused", "form": prepared.form.kind, "starts": len(prepared.form.starts),
-            "abstain": prepared.abstain, "p_abstain": prepared.p_abstain, "p_no": prepared.p_no}
+            "abstain": prepared.abstain, "unsupported": prepared.unsupported,
+            "p_abstain": prepared.p_abstain, "p_no": prepared.p_no}
 
 
 MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",

@@ -226,7 +226,7 @@ class EdgeRAG:
         evidence = Evidence(self.embedder.embed, self._document_texts)
         return FocusedAnswerer(self.slm, evidence, settings.focus_tokens,
                                settings.focus_max_new_tokens, settings.abstain_threshold,
-                               settings.no_threshold)
+                               settings.no_threshold, settings.abstain_terms)
 
     def _document_texts(self, doc_id: str) -> list[str]:
         return [chunk.text for chunk in self.store.document_chunks(doc_id)]

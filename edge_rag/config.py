@@ -41,7 +41,8 @@ class Settings:
     answer_stage: str = "focused"
     focus_tokens: int = 240
     focus_max_new_tokens: int = 32
-    abstain_threshold: float = 0.25
+    abstain_threshold: float = 1.0
+    abstain_terms: int = 4
     no_threshold: float = 0.8
     vector_dtype: str = "i8"
     threads: int = 0
@@ -90,6 +91,7 @@ class Settings:
                "answer_max_tokens must be >= 1 and below half of slm_context_tokens")
         _check(self.answer_stage in ANSWER_STAGES, f"answer_stage must be one of {ANSWER_STAGES}")
         _check(self.focus_tokens >= 32, "focus_tokens must be at least 32")
+        _check(self.abstain_terms >= 0, "abstain_terms must be >= 0 (0 = never on terms)")
         _check(1 <= self.focus_max_new_tokens < self.slm_context_tokens // 2,
                "focus_max_new_tokens must be >= 1 and below half of slm_context_tokens")
         _check(self.vector_dtype in VECTOR_DTYPES, f"vector_dtype must be one of {VECTOR_DTYPES}")

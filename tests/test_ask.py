@@ -98,3 +98,12 @@ def test_focused_answers_cite_a_source_and_plain_stage_stays_reachable(lihua_ind
                       answer_max_tokens=8) as rag:
         plain = rag.ask(question)
     assert plain.timings["prompt_tokens"] > focused.timings["prompt_tokens"] and not plain.details
+
+
+def test_a_question_whose_terms_the_evidence_lacks_is_abstained_on_without_the_model(lihua_index, slm):
+    question = "What brand of titanium snowboard wax did Adam order from Zurich last winter?"
+    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, focus_max_new_tokens=8) as rag:
+        answer = rag.ask(question)
+    assert answer.text == "Insufficient information."
+    assert answer.details["abstain"] == "terms not in sources"
+    assert len(answer.details["unsupported"]) >= 4 and "prefill" not in answer.timings

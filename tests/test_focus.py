@@ -1,6 +1,7 @@
 """The focused answer stage's parts that need no model: documents cut into lines, answer forms,
 the date rule of abstention, the start mask."""
 
+from edge_rag.abstain import question_terms, unsupported
 from edge_rag.answer import dates_in, missing_date
 from edge_rag.focus import content_words, lexical_overlap, split_document
 from edge_rag.forms import answer_form, question_kind, start_mask
@@ -75,3 +76,12 @@ def test_a_what_time_question_takes_its_times_from_the_subjects_own_lines():
     # A subject who names no time leaves every time in the sources to choose from.
     other = "What time does Wolfgang want to meet?"
     assert answer_form(other, chat, chat=True).starts == ("after 5 PM", "today", "around 5:30 PM")
+
+
+def test_abstention_counts_the_question_terms_no_evidence_word_matches():
+    evidence = "20260105_14:00\nJenniferMoore: Try longer cardio sessions.\nLiHua: Sounds good!"
+    assert question_terms("What specific cardio does Jennifer's diet suggest?") == [
+        "cardio", "jennifer", "diet", "suggest"]
+    assert unsupported("What cardio does Jennifer suggest on 20260105?", evidence) == ["suggest"]
+    assert unsupported("What protein powder did Jennifer buy in December?", evidence) == [
+        "protein", "powder", "buy", "december"]
