@@ -8,8 +8,8 @@ The subset: ``--queries`` type-stratified dev questions that have evidence, and 
 their evidence documents plus the documents next to them in corpus order (LiHua-World: the
 conversations around the same time; 2Wiki: the neighbouring passages) up to ``--documents``.
 Every system indexes that corpus and answers those questions with edge-rag's exported int8
-MiniLM embedder and the default profile's SLM (Qwen2.5-Coder-0.5B, 4-bit GQA graph), each in its own process (peak RSS is the
-process's VmHWM):
+MiniLM embedder and the default profile's SLM (Qwen2.5-Coder-0.5B, 4-bit GQA graph), each in
+its own process (peak RSS is the process's VmHWM):
 
 - **edge-rag** (dev profile, fast extractor): vector, topology and auto.
 - **LightRAG** (``lightrag-hku``): naive, local, hybrid and mix, with the SLM and the embedder

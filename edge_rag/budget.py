@@ -22,8 +22,8 @@ The estimate adds up, in MiB:
   (SmolLM2's fixed costs are higher than its weights suggest, Qwen's weights lower than their
   files: the factor is below 1; a much larger model may need a refit);
 - ``index``: the SQLite page cache and memory map (at most the database file) plus the USearch
-  files, which queries map and touch. The graph retrievers' transient working set is not a term of its own (dual on
-  2WikiMultihopQA: +165 MiB over vector, next to 162 MiB of USearch files).
+  files, which queries map and touch. The graph retrievers' transient working set is not a term
+  of its own (dual on 2WikiMultihopQA: +165 MiB over vector, next to 162 MiB of USearch files).
 
 For the optimum graphs the estimate is on the safe side for Qwen2.5-0.5B (1.45-1.70x the
 measured peak) but not for SmolLM2-135M with the graph retrievers (the Pi Zero profile measured
