@@ -14,20 +14,18 @@ The estimate adds up, in MiB:
   prompt reaches are touched) and has no [heads, window, total] score tensors of the unfused
   graph. Since issue 15 the session gives back the file pages of the weights onnxruntime repacks
   (``models/pages.py``), runs without a memory arena and trims the heap after each prefill, and
-  the exporter writes the LM head in the compact fp32-compute layout: Qwen2.5-0.5B 4-bit (384
-  MiB folder) answers in 581-617 MiB (763-773 before), SmolLM2-135M 4-bit/8-bit-embedding (101
-  MiB) on the Pi Zero profile in 407 MiB. The GQA term is a fit to those five
-  ``benchmarks.memory`` runs, not a decomposition: ``GQA_SESSION_MB`` plus the folder times
-  ``GQA_WEIGHTS_FACTOR`` plus, per window token, the KV bytes and ``GQA_ARENA_MB_PER_TOKEN``
-  (SmolLM2's fixed costs are higher than its weights suggest, Qwen's weights lower than their
-  files: the factor is below 1; a much larger model may need a refit);
+  the exporter writes a 4-bit LM head in the compact fp32-compute layout: Qwen2.5-0.5B 4-bit
+  (384 MiB folder) answers in 581-617 MiB (763-773 before), SmolLM2-135M 4-bit/8-bit-embedding
+  (101 MiB) on the Pi Zero profile in 313 MiB. Fitted to those five ``benchmarks.memory`` runs:
+  the folder times ``GQA_WEIGHTS_FACTOR`` (the repacked weights, the tokenizer and the session)
+  plus, per window token, the KV bytes and ``GQA_ARENA_MB_PER_TOKEN``;
 - ``index``: the SQLite page cache and memory map (at most the database file) plus the USearch
   files, which queries map and touch. The graph retrievers' transient working set is not a term
   of its own (dual on 2WikiMultihopQA: +165 MiB over vector, next to 162 MiB of USearch files).
 
 For the optimum graphs the estimate is on the safe side for Qwen2.5-0.5B (1.45-1.70x the
 measured peak) but not for SmolLM2-135M with the graph retrievers (the Pi Zero profile measured
-up to 741 MiB against 626); for the GQA graphs (the defaults) it is 1.09-1.15x with ``vector``.
+up to 741 MiB against 626); for the GQA graphs (the defaults) it is 1.07-1.13x with ``vector``.
 ``python -m benchmarks.memory`` measures every profile against this estimate.
 
 With ``memory_policy = "degrade"`` a window that does not fit is halved (down to 512 tokens, the
@@ -48,9 +46,8 @@ MIB = 2**20
 RUNTIME_MB = 108.0
 EMBEDDER_WORK_MB = 32.0
 ARENA_MB_PER_TOKEN = 0.13
-GQA_WEIGHTS_FACTOR = 0.6
+GQA_WEIGHTS_FACTOR = 0.9
 GQA_ARENA_MB_PER_TOKEN = 0.02
-GQA_SESSION_MB = 130.0  # tokenizer, session, threads and buffers that do not grow with the model
 MIN_WINDOW = 512
 
 
@@ -95,7 +92,7 @@ def slm_mb(folder: Path, window: int) -> float:
     shape = [manifest.get(k, 0) for k in ("num_layers", "num_kv_heads", "head_dim")]
     kv_bytes = 2 * shape[0] * shape[1] * shape[2] * 4
     if manifest.get("graph") == "gqa":
-        return GQA_SESSION_MB + _folder_mb(folder) * GQA_WEIGHTS_FACTOR \
+        return _folder_mb(folder) * GQA_WEIGHTS_FACTOR \
             + window * (kv_bytes / MIB + GQA_ARENA_MB_PER_TOKEN)
     return _folder_mb(folder) + window * (kv_bytes / MIB + ARENA_MB_PER_TOKEN)
 
