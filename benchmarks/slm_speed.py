@@ -52,6 +52,7 @@ def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int) -> di
     ttft_ms = (time.perf_counter() - stream_start) * 1000
     if slm._gqa is not None:
         slm._gqa.reset()  # measure a whole prefill, not the prefix the TTFT run left behind
+    slm._prefix = None  # the optimum graph's prefix cache likewise
     result = slm.generate(prompt, GenerationConfig(max_new_tokens=new_tokens, ignore_eos=True))
     size = sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith("model.onnx"))
     return {"model": model, "variant": variant, "file_mb": round(size / 2**20, 1),
