@@ -8,8 +8,8 @@ The subset: ``--queries`` type-stratified dev questions that have evidence, and 
 their evidence documents plus the documents next to them in corpus order (LiHua-World: the
 conversations around the same time; 2Wiki: the neighbouring passages) up to ``--documents``.
 Every system indexes that corpus and answers those questions with edge-rag's exported int8
-MiniLM embedder and Qwen2.5-Coder-0.5B int8 SLM, each in its own process (peak RSS is the
-process's VmHWM):
+MiniLM embedder and the default profile's SLM (Qwen2.5-Coder-0.5B, 4-bit GQA graph), each in
+its own process (peak RSS is the process's VmHWM):
 
 - **edge-rag** (dev profile, fast extractor): vector, topology and auto.
 - **LightRAG** (``lightrag-hku``): naive, local, hybrid and mix, with the SLM and the embedder
@@ -63,7 +63,7 @@ RECALL_AT = 5
 SYSTEMS = ("edge-rag", "lightrag", "minirag")
 EDGE_METHODS = ("vector", "topology", "auto")
 LIGHTRAG_MODES = ("naive", "local", "hybrid", "mix")
-SLM_NAME = "qwen2.5-coder-0.5b-int8"
+SLM_NAME = Settings().slm  # the default profile's SLM
 LIGHTRAG_WINDOW = 4096
 LIGHTRAG_CONTEXT = 2048
 MAX_TOKENS = {"extract": 512, "keyword": 128, "query": 96}

@@ -1,6 +1,6 @@
 """The adaptive planner on dev data (paper Table 3 shape): auto against every fixed method.
 
-    python -m benchmarks.planner_eval [--limits lihua=60,2wiki=40] [--slm qwen2.5-coder-0.5b-int8]
+    python -m benchmarks.planner_eval [--limits lihua=60,2wiki=40] [--slm NAME]
 
 Needs ``export/planner_labels.jsonl`` (``python -m benchmarks.planner_labels``) and the answers of
 every fixed method on the type-stratified subsets (``python -m benchmarks.answer_accuracy
@@ -257,7 +257,8 @@ def _parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limits", default="lihua=60,2wiki=40",
                         help="data sets and their stratified answer subsets (default: %(default)s)")
-    parser.add_argument("--slm", default="qwen2.5-coder-0.5b-int8", help="SLM whose cached answers to use")
+    parser.add_argument("--slm", default=Settings().slm,
+                        help="SLM whose cached answers to use (default: the default profile's, %(default)s)")
     return parser
 
 

@@ -5,8 +5,12 @@
 
 Variants: ``int8`` (optimum graph), ``q8``/``q4`` (GQA graph, ``edge-rag export slm --bits``),
 ``fp32``, ``pytorch`` (the GGUF in transformers, [export] extra) and ``llama.cpp`` (the same
-GGUF through llama-cpp-python when it is installed). Each (model, variant) runs in its own
-process so that peak RSS is its own; within it the prompt lengths run shortest first.
+GGUF through llama-cpp-python when it is installed, else through the prebuilt binaries of the npm
+package node-llama-cpp given with ``--llama-node DIR``, a folder holding its ``node_modules``:
+``npm install node-llama-cpp@3.22.1`` there; needs node >= 20). Any other variant names a model
+folder ``MODEL-VARIANT``. Each (model, variant) runs in its own process so that peak RSS is its
+own; within it the prompt lengths run shortest first. ``--repeats N`` measures the whole set N
+times, interleaved, and reports medians (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import argparse
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -47,6 +52,7 @@ def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int) -> di
     ttft_ms = (time.perf_counter() - stream_start) * 1000
     if slm._gqa is not None:
         slm._gqa.reset()  # measure a whole prefill, not the prefix the TTFT run left behind
+    slm._prefix = None  # the optimum graph's prefix cache likewise
     result = slm.generate(prompt, GenerationConfig(max_new_tokens=new_tokens, ignore_eos=True))
     size = sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith("model.onnx"))
     return {"model": model, "variant": variant, "file_mb": round(size / 2**20, 1),
@@ -91,9 +97,40 @@ def measure_llama_cpp(model: str, prompt_tokens: int, new_tokens: int) -> dict:
             "ttft_ms": round(prefill_s * 1000, 1), "peak_rss_mb": round(peak_rss_mb(), 1)}
 
 
+def measure_llama_node(model: str, prompt_tokens: list[int], new_tokens: int, modules: str) -> list[dict]:
+    """llama.cpp through node-llama-cpp's prebuilt binaries (benchmarks/llama_node.mjs), 2 threads.
+
+    ``modules``: a folder whose ``node_modules`` holds node-llama-cpp.
+    """
+    import tempfile
+
+    from edge_rag_export.slm import PACKAGED, assemble_gguf
+
+    from edge_rag.models.slm import SLM
+
+    work = models_home() / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    gguf = assemble_gguf(PACKAGED[model], work)
+    slm = SLM.from_path(_folder(model), threads=0)  # the same prompt text
+    prompts = [slm.chat(_context(slm, n) + "\n\nSummarise the conversation.") for n in prompt_tokens]
+    del slm
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(prompts, handle)
+    script = os.path.join(os.path.dirname(__file__), "llama_node.mjs")
+    command = ["node", script, modules, str(gguf), handle.name, str(new_tokens), "2"]
+    runs = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    os.unlink(handle.name)
+    return [{"model": model, "variant": "llama.cpp", "file_mb": round(gguf.stat().st_size / 2**20, 1),
+             "load_s": round(run["load_s"], 2), "prompt_tokens": run["prompt_tokens"],
+             "prefill_tps": round(run["prompt_tokens"] / run["prefill_s"], 1),
+             "decode_tps": round((run["new_tokens"] - 1) / run["decode_s"], 1),
+             "ttft_ms": round(run["prefill_s"] * 1000, 1), "peak_rss_mb": round(run["peak_rss_mb"], 1),
+             "runtime": "node-llama-cpp 3.22.1 (prebuilt llama.cpp)"} for run in runs]
+
+
 def _folder(model: str):
     models = models_home() / "models"
-    return next(p for p in (models / f"{model}-{v}" for v in ("q4", "q8", "int8")) if p.is_dir())
+    return next(p for p in (models / f"{model}-{v}" for v in ("q4e8", "q4", "q8", "int8")) if p.is_dir())
 
 
 def measure_pytorch(model: str, prompt_tokens: int, new_tokens: int) -> dict:
@@ -111,7 +148,7 @@ def measure_pytorch(model: str, prompt_tokens: int, new_tokens: int) -> dict:
     network = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
                                                    dtype=torch.float32).eval()
     load_s = time.perf_counter() - start
-    slm = SLM.from_path(models_home() / "models" / f"{model}-int8")  # for its tokenizer only
+    slm = SLM.from_path(_folder(model))  # for its tokenizer only
     ids = slm.tokenizer.encode(slm.chat(_context(slm, prompt_tokens) + "\n\nSummarise."),
                                add_special_tokens=False).ids
     del slm
@@ -149,37 +186,73 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.child:
         model, variant = args.child
+        if variant == "llama.cpp" and importlib.util.find_spec("llama_cpp") is None:
+            print(json.dumps(measure_llama_node(model, sorted(args.prompt_tokens), args.new_tokens,
+                                                args.llama_node)))
+            return 0
         run = {"pytorch": measure_pytorch, "llama.cpp": measure_llama_cpp}.get(variant)
         rows = [run(model, n, args.new_tokens) if run else measure(model, variant, n, args.new_tokens)
                 for n in sorted(args.prompt_tokens)]
         print(json.dumps(rows))
         return 0
-    rows = []
-    for model in args.models:
-        for variant in args.variants:
-            if variant == "pytorch" and importlib.util.find_spec("torch") is None:
-                print("skip pytorch: the [export] extra is not installed", file=sys.stderr)
-                continue
-            if variant == "llama.cpp" and importlib.util.find_spec("llama_cpp") is None:
-                print("skip llama.cpp: llama-cpp-python is not installed", file=sys.stderr)
-                continue
-            folder = models_home() / "models" / f"{model}-{variant}"
-            if variant not in ("pytorch", "llama.cpp") and not folder.is_dir():
-                print(f"skip {model}-{variant}: not exported", file=sys.stderr)
-                continue
-            print(f"measuring {model}-{variant} ...", file=sys.stderr, flush=True)
-            rows.extend(_child(model, variant, args))
+    runs = [(m, v) for m in args.models for v in args.variants if _available(m, v, args)]
+    measured: list[dict] = []
+    for repeat in range(args.repeats):
+        for model, variant in runs:
+            print(f"[{time.strftime('%H:%M:%S')}] {model}-{variant} (run {repeat + 1}/{args.repeats}) ...",
+                  file=sys.stderr, flush=True)
+            for row in _child(model, variant, args):
+                measured.append({**row, "repeat": repeat})
+        _report(measured, args)  # after every repeat: a long run stopped early still leaves results
+    return 0
+
+
+def _report(measured: list[dict], args: argparse.Namespace) -> None:
+    """Medians over the repeats so far, MODELS.md's llama.cpp figures, the table and the JSON."""
+    rows = _medians(measured)
     for model in args.models:
         rows.append({"model": model, "variant": "llama.cpp (MODELS.md)", **LLAMA_CPP[model]})
     _add_ratios(rows)
     headers = ["model", "variant", "prompt_tokens", "file_mb", "load_s", "prefill_tps",
-               "decode_tps", "decode_vs_shortest", "ttft_ms", "peak_rss_mb"]
+               "decode_tps", "decode_vs_shortest", "ttft_ms", "peak_rss_mb", "repeats"]
     print(markdown_table(headers, [[r.get(h, "") for h in headers] for r in rows]))
     payload = {"prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
-               "load_average": list(os.getloadavg()), "rows": rows}
+               "repeats": max(r["repeat"] for r in measured) + 1 if measured else 0,
+               "load_average": list(os.getloadavg()), "rows": rows, "runs": measured}
     name = "slm_speed_p" + "_".join(str(n) for n in sorted(args.prompt_tokens))
-    print(f"wrote {write_result(name, payload)}")
-    return 0
+    print(f"wrote {write_result(name, payload)}", flush=True)
+
+
+def _available(model: str, variant: str, args: argparse.Namespace) -> bool:
+    """Whether a variant can run here (says why not on stderr)."""
+    if variant == "pytorch" and importlib.util.find_spec("torch") is None:
+        print("skip pytorch: the [export] extra is not installed", file=sys.stderr)
+        return False
+    if variant == "llama.cpp":
+        if importlib.util.find_spec("llama_cpp") is None and not args.llama_node:
+            print("skip llama.cpp: neither llama-cpp-python nor --llama-node", file=sys.stderr)
+            return False
+        return True
+    if variant != "pytorch" and not (models_home() / "models" / f"{model}-{variant}").is_dir():
+        print(f"skip {model}-{variant}: not exported", file=sys.stderr)
+        return False
+    return True
+
+
+def _medians(measured: list[dict]) -> list[dict]:
+    """One row per (model, variant, prompt length): the median of every speed over the repeats."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in measured:
+        groups.setdefault((row["model"], row["variant"], row["prompt_tokens"]), []).append(row)
+    rows = []
+    for group in groups.values():
+        row = {k: v for k, v in group[0].items() if k != "repeat"}
+        for key in ("load_s", "prefill_tps", "decode_tps", "ttft_ms", "peak_rss_mb"):
+            if key in row:
+                row[key] = round(statistics.median(r[key] for r in group), 2)
+        row["repeats"] = len(group)
+        rows.append(row)
+    return rows
 
 
 def _add_ratios(rows: list[dict]) -> None:
@@ -194,7 +267,8 @@ def _add_ratios(rows: list[dict]) -> None:
 
 def _child(model: str, variant: str, args: argparse.Namespace) -> dict:
     command = [sys.executable, "-m", "benchmarks.slm_speed", "--child", model, variant,
-               "--prompt-tokens", *map(str, args.prompt_tokens), "--new-tokens", str(args.new_tokens)]
+               "--prompt-tokens", *map(str, args.prompt_tokens), "--new-tokens", str(args.new_tokens),
+               "--llama-node", args.llama_node or ""]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     return json.loads(output.strip().splitlines()[-1])  # one row per prompt length
 
@@ -207,6 +281,9 @@ def _parser() -> argparse.ArgumentParser:
                         "pytorch (the GGUF in transformers), llama.cpp (llama-cpp-python)")
     parser.add_argument("--prompt-tokens", type=int, nargs="+", default=[300, 1000])
     parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=1, help="interleaved repeats (medians)")
+    parser.add_argument("--llama-node", default="",
+                        help="folder whose node_modules holds node-llama-cpp (llama.cpp variant)")
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "VARIANT"), help=argparse.SUPPRESS)
     return parser
 

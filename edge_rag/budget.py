@@ -10,21 +10,22 @@ The estimate adds up, in MiB:
   keeps the estimate on the safe side), plus per window token the KV cache (2 · layers · KV heads ·
   head size · 4 bytes) and the activation arena, fitted to peak RSS measured at 300- and
   1,000-token prompts (SmolLM2-135M: 403 → 529 MiB; Qwen2.5-0.5B: 943 → 1,031 MiB). A GQA graph
-  (manifest ``graph = "gqa"``) preallocates its KV buffers for the whole window and has no
-  [heads, window, total] score tensors of the unfused graph: its weights count
-  ``GQA_WEIGHTS_FACTOR`` times (onnxruntime repacks MatMulNBits weights and keeps the tied
-  embedding codes for the Gather) plus a smaller arena per window token. Fitted to
-  ``benchmarks.memory`` (issue 15): Qwen2.5-0.5B 4-bit, 384 MiB folder, peaks at 769-773 MiB
-  whatever the window (1,536-2,048): the KV buffers are allocated for the window but only
-  the pages a prompt reaches are touched; SmolLM2-135M 4-bit/8-bit-embedding (99 MiB) on the
-  Pi Zero profile peaks at 415 MiB, hence a fixed ``GQA_SESSION_MB`` besides;
-- ``index``: the SQLite page cache and memory map plus the USearch files, which queries map and
-  touch. The graph retrievers' transient working set is not a term of its own (dual on
-  2WikiMultihopQA: +165 MiB over vector, next to 162 MiB of USearch files).
+  (manifest ``graph = "gqa"``) allocates its KV buffers for the whole window (only the pages a
+  prompt reaches are touched) and has no [heads, window, total] score tensors of the unfused
+  graph. Since issue 15 the session gives back the file pages of the weights onnxruntime repacks
+  (``models/pages.py``), runs without a memory arena and trims the heap after each prefill, and
+  the exporter writes a 4-bit LM head in the compact fp32-compute layout: Qwen2.5-0.5B 4-bit
+  (384 MiB folder) answers in 581-617 MiB (763-773 before), SmolLM2-135M 4-bit/8-bit-embedding
+  (101 MiB) on the Pi Zero profile in 313 MiB. Fitted to those five ``benchmarks.memory`` runs:
+  the folder times ``GQA_WEIGHTS_FACTOR`` (the repacked weights, the tokenizer and the session)
+  plus, per window token, the KV bytes and ``GQA_ARENA_MB_PER_TOKEN``;
+- ``index``: the SQLite page cache and memory map (at most the database file) plus the USearch
+  files, which queries map and touch. The graph retrievers' transient working set is not a term
+  of its own (dual on 2WikiMultihopQA: +165 MiB over vector, next to 162 MiB of USearch files).
 
 For the optimum graphs the estimate is on the safe side for Qwen2.5-0.5B (1.45-1.70x the
 measured peak) but not for SmolLM2-135M with the graph retrievers (the Pi Zero profile measured
-up to 741 MiB against 626); for the GQA graphs (the defaults) it is 1.0-1.3x with ``vector``.
+up to 741 MiB against 626); for the GQA graphs (the defaults) it is 1.07-1.13x with ``vector``.
 ``python -m benchmarks.memory`` measures every profile against this estimate.
 
 With ``memory_policy = "degrade"`` a window that does not fit is halved (down to 512 tokens, the
@@ -45,9 +46,8 @@ MIB = 2**20
 RUNTIME_MB = 108.0
 EMBEDDER_WORK_MB = 32.0
 ARENA_MB_PER_TOKEN = 0.13
-GQA_WEIGHTS_FACTOR = 1.3
+GQA_WEIGHTS_FACTOR = 0.9
 GQA_ARENA_MB_PER_TOKEN = 0.02
-GQA_SESSION_MB = 40.0  # tokenizer, session and buffers that do not grow with the model
 MIN_WINDOW = 512
 
 
@@ -79,7 +79,7 @@ def estimate_memory(settings: Settings, index: Path | None = None, with_slm: boo
     models = settings.home / "models"
     parts = {"runtime": RUNTIME_MB,
              "embedder": _folder_mb(models / settings.embedder) + EMBEDDER_WORK_MB,
-             "index": settings.sqlite_cache_mb + settings.sqlite_mmap_mb
+             "index": settings.sqlite_cache_mb + _mapped_sqlite_mb(settings, index)
                       + (_usearch_mb(index) if index else 0.0)}
     if with_slm:
         parts["slm"] = slm_mb(models / settings.slm, settings.slm_context_tokens)
@@ -92,7 +92,7 @@ def slm_mb(folder: Path, window: int) -> float:
     shape = [manifest.get(k, 0) for k in ("num_layers", "num_kv_heads", "head_dim")]
     kv_bytes = 2 * shape[0] * shape[1] * shape[2] * 4
     if manifest.get("graph") == "gqa":
-        return GQA_SESSION_MB + _folder_mb(folder) * GQA_WEIGHTS_FACTOR \
+        return _folder_mb(folder) * GQA_WEIGHTS_FACTOR \
             + window * (kv_bytes / MIB + GQA_ARENA_MB_PER_TOKEN)
     return _folder_mb(folder) + window * (kv_bytes / MIB + ARENA_MB_PER_TOKEN)
 
@@ -119,6 +119,14 @@ def _folder_mb(folder: Path) -> float:
     if not folder.is_dir():
         return 0.0
     return sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / MIB
+
+
+def _mapped_sqlite_mb(settings: Settings, index: Path | None) -> float:
+    """SQLite maps at most its file: the mmap budget, or the database's size when smaller."""
+    database = index / "index.sqlite" if index else None
+    if database is None or not database.is_file():
+        return float(settings.sqlite_mmap_mb)
+    return min(float(settings.sqlite_mmap_mb), database.stat().st_size / MIB)
 
 
 def _usearch_mb(index: Path) -> float:

@@ -60,7 +60,7 @@ def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, b
             _log("writing the fp32 reference graph ...")
             _write(weights, fp32_dir, 32, positions, name, True, None)
         _log(f"writing the {bits}-bit graph ({'symmetric' if symmetric else 'asymmetric'}, "
-             f"block 32, accuracy level 4) ...")
+             f"block 32, accuracy level 4, a 4-bit LM head 1) ...")
         _write(weights, dest, bits, positions, name, symmetric, embed_bits)
         if verify:
             verify_against_fp32(fp32_dir, dest)

@@ -8,7 +8,8 @@ The graph is written node by node with ``onnx.helper`` from :class:`~.weights.We
   one ``MatMulNBits`` for q, k and v together (with the qwen2 biases), ``GroupQueryAttention``
   with the rotary embedding inside, ``MatMulNBits`` for o, then the SwiGLU MLP with gate and up
   in one ``MatMulNBits``;
-- the LM head runs on the last position only: logits are ``[batch, vocab]``.
+- the LM head runs on the last position only: logits are ``[batch, vocab]``; a 4-bit head
+  computes in fp32 (``accuracy_level`` 1), everything else with int8 activations (4).
 
 Inputs: ``input_ids`` int64 [batch, seq]; ``seqlens_k`` int32 [batch] (tokens in the cache after
 this call, minus one); ``total_sequence_length`` int32 scalar; ``past_key_values.N.key/value``
@@ -32,6 +33,18 @@ from .weights import Weights
 MS = "com.microsoft"
 OPSET = 21
 ACCURACY_LEVEL = 4  # int8 activations in MatMulNBits: the fast path on CPUs without fp16
+# A 4-bit LM head computes in fp32 (accuracy level 1): onnxruntime repacks int8-compute 4-bit
+# weights into a layout that takes ~0.4 byte per weight more in memory, and the head (27 % of
+# Qwen2.5-0.5B's weights, one call per token) decodes as fast in the compact layout, while the
+# process's peak RSS drops by 64 MiB (issue 15, benchmarks.slm_speed / benchmarks.memory). An
+# 8-bit head stays at level 4: onnxruntime has no fast fp32-compute 8-bit kernel (SmolLM2's
+# decode ran 7x slower).
+HEAD_ACCURACY_LEVEL = 1
+
+
+def _level(name: str, bits: int) -> int:
+    """MatMulNBits accuracy level of a weight (see HEAD_ACCURACY_LEVEL)."""
+    return HEAD_ACCURACY_LEVEL if name == "lm_head" and bits == 4 else ACCURACY_LEVEL
 
 
 class GraphWriter:
@@ -78,7 +91,7 @@ class GraphWriter:
         if bias is not None:
             inputs += ["", self.init(f"{name}.bias", bias.astype(np.float32))]
         return self.node("MatMulNBits", inputs, name=name, domain=MS, K=k, N=n, bits=q.bits,
-                         block_size=q.block, accuracy_level=ACCURACY_LEVEL)[0]
+                         block_size=q.block, accuracy_level=_level(name, q.bits))[0]
 
     # -- the decoder ------------------------------------------------------------------------
 
@@ -135,7 +148,8 @@ class GraphWriter:
                   self.init("lm_head.zero_points", codes.zero_points)
                   if codes.zero_points is not None else ""]
         return self.node("MatMulNBits", inputs, name="lm_head", domain=MS, K=c.hidden, N=c.vocab,
-                         bits=codes.bits, block_size=codes.block, accuracy_level=ACCURACY_LEVEL)[0]
+                         bits=codes.bits, block_size=codes.block,
+                         accuracy_level=_level("lm_head", codes.bits))[0]
 
     def layer(self, i: int, x: str, residual: str) -> tuple[str, str]:
         """One decoder layer; returns (output before the residual add, residual)."""

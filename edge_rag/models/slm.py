@@ -24,6 +24,7 @@ from ..errors import ContextOverflow, EdgeRagError
 from .constraints import Constraint, TokenMask
 from .decoder import GqaDecoder
 from .folder import ModelFolder
+from .pages import released_pages, trim_heap
 from .session import new_session, session_options
 
 CANDIDATES = 64
@@ -69,7 +70,7 @@ class SLM:
     """A ChatML small language model exported by ``edge-rag export slm``."""
 
     def __init__(self, folder: ModelFolder, threads: int = 0, context_tokens: int | None = None,
-                 options: ort.SessionOptions | None = None, prefill_chunk: int = 256,
+                 options: ort.SessionOptions | None = None, prefill_chunk: int = 128,
                  providers: list[str] | None = None) -> None:
         self.folder = folder
         self.prefill_chunk = prefill_chunk
@@ -84,7 +85,16 @@ class SLM:
         self.context_tokens = min(limit, context_tokens or limit)
         self.stop_ids = {i for i in (self.tokenizer.token_to_id(t) for t in manifest["stop_tokens"])
                          if i is not None}
-        self.session = new_session(str(folder.onnx_path), options or session_options(threads), providers)
+        options = options or session_options(threads)
+        if manifest.get("graph") == "gqa":
+            # The KV buffers live outside the session and the activations of a prefill chunk
+            # are a few MiB: an arena would only keep the largest chunk's for good (issue 15,
+            # with the heap trimmed after each prefill: -11 MiB at the answer's peak).
+            options.enable_cpu_mem_arena = False
+        # The weights onnxruntime repacks stay mapped from the file; their pages are given back.
+        with released_pages(folder.path / "model.onnx_data"):
+            self.session = new_session(str(folder.onnx_path), options, providers)
+        trim_heap()  # what parsing tokenizer.json and packing the weights left free
         self._inputs = {i.name for i in self.session.get_inputs()}
         self._outputs = [o.name for o in self.session.get_outputs()]
         self._pieces: dict[int, str] = {}
@@ -269,6 +279,7 @@ class SLM:
         # scores, so a long prompt in one piece would set the process's peak memory.
         if self._gqa is not None:
             logits = self._gqa.prefill(encoded, self.prefill_chunk, exact=reuse)
+            trim_heap()  # the prefill's activations, freed without an arena
             if timings is not None:
                 timings["cached_tokens"] = self._gqa.reused_tokens
             return logits, [], np.zeros(0)
