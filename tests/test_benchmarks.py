@@ -49,7 +49,8 @@ def test_soft_targets_spread_over_every_method_that_works() -> None:
             {"label": "E", "judge": "prior", "recall": {"B": 0.0, "C": 0.0, "D": 0.0, "E": 0.0}},
             {"label": "F", "judge": "retrieval",
              "recall": {"B": 0.5, "C": 0.0, "D": 0.5, "E": 0.5, "F": 1.0}}]
-    assert np.allclose(planner.targets(rows), [[0, 1 / 3, 0, 1 / 3, 1 / 3, 0], [0, 0, 0, 0, 1, 0],
+    # A prior row (no method reaches any evidence) tells nothing: even over every retrieval label.
+    assert np.allclose(planner.targets(rows), [[0, 1 / 3, 0, 1 / 3, 1 / 3, 0], [0, .2, .2, .2, .2, .2],
                                                [0, 0, 0, 0, 0, 1]])
 
 
