@@ -44,3 +44,13 @@ def test_runtime_imports_only_the_allowed_packages():
                 found.add(node.module.split(".")[0])
     foreign = {name for name in found - ALLOWED - OPTIONAL if name not in sys.stdlib_module_names}
     assert foreign == set()
+
+
+def test_usearch_imported_first_is_a_clear_error_not_a_crash():
+    """onnxruntime loaded after usearch's compiled module segfaults; edge_rag says so instead."""
+    crash = subprocess.run([sys.executable, "-c", "import usearch.index, edge_rag"],
+                           capture_output=True, text=True)
+    assert crash.returncode == 1 and "edge_rag must be imported before usearch" in crash.stderr
+    fine = subprocess.run([sys.executable, "-c", "import edge_rag, usearch.index"],
+                          capture_output=True, text=True)
+    assert fine.returncode == 0, fine.stderr
