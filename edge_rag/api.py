@@ -27,7 +27,7 @@ from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 from .store.schema import VECTOR_KINDS
 
 INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype", "extractor")
-# Bulk builds end compact: an insert ends with ``compact()`` when it leaves more than this share
+# Bulk builds end compact: an insert ends with a VACUUM when it leaves more than this share
 # of the SQLite file's pages free, or when it wrote at least half of the index's chunks (the
 # graph's rows are rewritten as batches arrive, leaving half-empty pages: LiHua's fresh build
 # measured 12.4 MB before VACUUM and 11.4 MB after, with no page on the free list).
@@ -133,7 +133,10 @@ class EdgeRAG:
             show = self.settings.progress if progress is None else progress
             report = indexer.insert(stream, show)
             if self._ends_bulk(report.chunks):
-                self._compact()
+                # SQLite only: the vector files were just written and hold no removed slots, and
+                # rebuilding them would hold a second HNSW graph in memory (issue 16's build bound).
+                self._readers.clear()
+                self.store.compact()
             return report
 
     def _ends_bulk(self, written: int) -> bool:
