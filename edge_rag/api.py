@@ -140,8 +140,9 @@ class EdgeRAG:
             return report
 
     def _ends_bulk(self, written: int) -> bool:
-        total = self.store.counts()["chunks"]
-        return self.store.free_share() > COMPACT_FREE_SHARE or (written > 0 and 2 * written >= total)
+        if self.store.free_share() > COMPACT_FREE_SHARE:
+            return True
+        return written > 0 and 2 * written >= self.store.chunk_count()
 
     def insert_text(self, text: str, source: str = "text",
                     metadata: dict[str, Any] | None = None) -> InsertReport:

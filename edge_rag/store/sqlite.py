@@ -372,13 +372,17 @@ class GraphStore:
     def _pragma(self, name: str) -> int:
         return int(self.conn.execute(f"PRAGMA {name}").fetchone()[0])
 
+    def chunk_count(self) -> int:
+        """How many chunks the index holds."""
+        return self.db["chunks"].count
+
     def counts(self) -> dict[str, int]:
         """Row counts of what the index holds."""
         one = lambda sql: int(self.conn.execute(sql).fetchone()[0])
         entities, keys = self.db["entities"].count, self.db["entity_keys"].count
         return {
             "documents": self.db["documents"].count,
-            "chunks": self.db["chunks"].count,
+            "chunks": self.chunk_count(),
             "entities": entities,
             "relations": one("SELECT count(*) FROM relations WHERE kind = 'structural'"),
             "similar_edges": one("SELECT count(*) FROM relations WHERE kind = 'similar'"),
