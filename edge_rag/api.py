@@ -187,10 +187,11 @@ class EdgeRAG:
         return result
 
     def plan(self, question: str) -> Plan:
-        """The planner's choice of method for a question (``planner`` setting: head, slm, rules)."""
+        """The planner's choice of method for a question (``planner`` setting: names, head, slm,
+        rules)."""
         if self._planner is None:
             self._planner = make_planner(self.settings, lambda: self.embedder, lambda: self.slm,
-                                         self.name_matcher)
+                                         self.name_matcher, self.walk_graph)
         return run_planner(self._planner, question, self.settings.planner_threshold,
                     self.settings.planner_fallback)
 

@@ -214,3 +214,12 @@ def test_titled_passages_link_to_the_passages_they_name(rag: EdgeRAG) -> None:
 def test_untitled_documents_add_no_title_links(lihua_index) -> None:
     with EdgeRAG.open(lihua_index, create=False) as rag:
         assert rag.walk_graph().titles is None
+
+
+def test_full_dates_become_the_graphs_date_names() -> None:
+    from edge_rag.retrieve.ppr import iso_dates, query_terms
+
+    assert iso_dates("What song on 20260405, and on 20260901_13:00?") == ["2026-04-05", "2026-09-01"]
+    assert iso_dates("After September 19, 2026 or 2026-04-05?") == ["2026-04-05", "2026-09-19"]
+    assert iso_dates("In 2026, call 1234567890 or 20261399.") == []
+    assert "2026-04-05" in query_terms("What song does Li Hua suggest on 20260405?")[0]

@@ -12,8 +12,10 @@ HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached rec
   its graph score. A chunk is also joined to the next chunk of its document (weight
   ``NEXT_CHUNK``): a long passage or conversation stays one neighbourhood.
 - Seeds (the restart vector): TR's K_e — the question's name spans, dates, times, quantities
-  and titles, each matched to a node by its exact normalised name, else to its nearest entity
-  vector with the cosine as confidence — and every word n-gram of the question that is exactly
+  and titles (full dates also in the graph's ``YYYY-MM-DD`` form, ``iso_dates``: LiHua-World
+  dev Single recall@5 0.871 → 0.901 when "on 20260405" seeds that day's conversations),
+  each matched to a node by its exact normalised name, else to its nearest entity vector
+  with the cosine as confidence — and every word n-gram of the question that is exactly
   an entity's name (in place of DR/TR's fuzzy matching, which cost 47 ms a question against
   2WikiMultihopQA's 44k names on the shared cores); terms made only of stopwords and question
   words, such as a film called "What Is", are no seeds. A seed's weight is its confidence
@@ -63,6 +65,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -92,6 +95,11 @@ CANDIDATES = 50
 WHOLE_FIRST = 3
 MAX_GRAM = 6
 FILLER = STOPWORDS | QUESTION_WORDS | {"i"}
+MONTH_NUMBER = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
+                                               "oct", "nov", "dec"))}
+_COMPACT_DATE = re.compile(r"(?<![\d-])((?:19|20)\d{2})-?(0[1-9]|1[0-2])-?(0[1-9]|[12]\d|3[01])(?![\d-])")
+_LONG_DATE = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,2})"
+                        r"(?:st|nd|rd|th)?,? ((?:19|20)\d{2})\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -264,11 +272,30 @@ def query_terms(question: str) -> tuple[list[str], list[str]]:
     """TR's K_e without fuzzy matching: the question's specific terms (name spans, dates, times,
     quantities, quoted titles) and its word n-grams up to ``MAX_GRAM`` words, which seed only
     where they are exactly an entity's normalised name. Filler (only stopwords and question
-    words) is dropped from both."""
+    words) is dropped from both. Remembered for the last few questions: ``auto``'s planner
+    reads the same terms before ``ppr`` does."""
+    terms, grams = _query_terms(question)
+    return list(terms), list(grams)
+
+
+@lru_cache(maxsize=16)
+def _query_terms(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     words = re.findall(r"[\w'\-]+", question)
     grams = {" ".join(words[i : i + n]) for n in range(1, MAX_GRAM + 1) for i in range(len(words) - n + 1)}
     useful = lambda text: not all(w.lower() in FILLER for w in text.split())
-    return [t for t in specific_terms(question) if useful(t)], sorted(g for g in grams if useful(g))
+    terms = tuple(t for t in specific_terms(question) if useful(t)) + tuple(iso_dates(question))
+    return tuple(dict.fromkeys(terms)), tuple(sorted(g for g in grams if useful(g)))
+
+
+def iso_dates(question: str) -> list[str]:
+    """The question's full dates written as the graph names them (``YYYY-MM-DD``, as the
+    extractor writes a conversation's ``Time:`` header): "20260405", "20260901_13:00",
+    "2026-04-05" and "April 5, 2026". A date is a strong seed: only the conversations of that
+    day mention it (LiHua-World dev: 25 questions name a conversation by its date)."""
+    found = [f"{y}-{m}-{d}" for y, m, d in _COMPACT_DATE.findall(question)]
+    found += [f"{y}-{MONTH_NUMBER[m.lower()[:3]]:02d}-{int(d):02d}"
+              for m, d, y in _LONG_DATE.findall(question)]
+    return found
 
 
 def interleave(lists: list[list[RetrievedChunk]], top_k: int) -> list[RetrievedChunk]:
