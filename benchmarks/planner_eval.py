@@ -42,6 +42,7 @@ from edge_rag import EdgeRAG, Settings
 from edge_rag.models import Embedder, ModelFolder
 from edge_rag.plan import LABELS, METHOD_OF_LABEL, NamesPlanner, head_label
 from edge_rag.plan.rules import rule_label
+from edge_rag.retrieve.ppr import names_a_seed, query_terms
 
 from .answer_accuracy import _load_cache, cache_path, judge, stratified
 from .common import RESULTS, markdown_table, percentiles, write_result
@@ -113,7 +114,9 @@ def _names_plans(rows: list[dict]) -> list[tuple[str, str]]:
         index = DATASETS[name].index
         if index.is_dir():
             opened.append(EdgeRAG.open(index, create=False, progress=False))
-        planners[name] = NamesPlanner(opened[-1].walk_graph if index.is_dir() else None)
+        walk = opened[-1].walk_graph if index.is_dir() else None
+        planners[name] = NamesPlanner((lambda q, w=walk: names_a_seed(q, w)) if walk else
+                                      (lambda q: bool(query_terms(q)[0])))
     try:
         labels = [planners[r["dataset"]].choose(r["question"])[0] for r in rows]
     finally:

@@ -6,7 +6,7 @@ beyond it and comes last, so that a tie between methods still goes to the paper'
 
 The default planner, ``names`` (beyond the paper), asks one question of the query: does it name
 anything the walk can start from — a name, date, time, quantity or quoted title (TR's K_e, see
-``ppr.query_terms``) or a document title? Then F, else B. A question that names nothing ("What
+``ppr.names_a_seed``) or a document title? Then F, else B. A question that names nothing ("What
 time is the power outage in the neighborhood?") gives ``ppr`` only the chunks nearest to it as
 seeds, which vector search ranks already: on LiHua-World dev those 15 of 228 questions had the
 same evidence recall by either method, so ``auto`` spends the walk only where it can pay. The
@@ -27,7 +27,6 @@ from ..config import PLANNERS, Settings
 from ..errors import ModelNotFound, SettingsError
 from ..lexicon import NameMatcher
 from ..models.folder import ModelFolder
-from ..retrieve.ppr import query_terms
 from .features import cheap_features, plan_features
 from .head import PLANNER_HINT, PlannerHead
 from .rules import rule_label
@@ -35,7 +34,6 @@ from .rules import rule_label
 if TYPE_CHECKING:
     from ..models.embedder import Embedder
     from ..models.slm import SLM
-    from ..retrieve.ppr import WalkGraph
 
 LABELS = ("A", "B", "C", "D", "E", "F")
 NONE_MIN = 0.8
@@ -82,15 +80,12 @@ class NamesPlanner:
 
     name = "names"
 
-    def __init__(self, walk: Callable[[], WalkGraph] | None = None) -> None:
-        self.walk = walk
+    def __init__(self, named: Callable[[str], bool]) -> None:
+        self.named = named  # ``ppr.names_a_seed`` on the open index (plan does not import retrieve)
 
     def choose(self, question: str) -> tuple[str, dict[str, float]]:
-        """One label, no probabilities; titles are looked up only when no term is named."""
-        if query_terms(question)[0]:
-            return "F", {}
-        titles = self.walk().titles if self.walk is not None else None
-        return ("F" if titles is not None and titles.find(question) else "B"), {}
+        """One label, no probabilities."""
+        return ("F" if self.named(question) else "B"), {}
 
 
 class HeadPlanner:
@@ -139,10 +134,10 @@ class SLMPlanner:
 
 def make_planner(settings: Settings, embedder: Callable[[], Embedder], slm: Callable[[], SLM],
                  names: Callable[[], NameMatcher | None],
-                 walk: Callable[[], WalkGraph] | None = None) -> Planner:
+                 named: Callable[[str], bool] = lambda question: True) -> Planner:
     """The planner the settings ask for; ``head`` falls back to rules when none is exported."""
     if settings.planner == "names":
-        return NamesPlanner(walk)
+        return NamesPlanner(named)
     if settings.planner == "slm":
         return SLMPlanner(slm())
     if settings.planner == "rules":

@@ -287,6 +287,15 @@ def _query_terms(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(dict.fromkeys(terms)), tuple(sorted(g for g in grams if useful(g)))
 
 
+def names_a_seed(question: str, walk: Callable[[], WalkGraph]) -> bool:
+    """Whether the question names something the walk can start from: one of its specific terms,
+    else a document title (only then is the walk's matrix read). ``auto``'s ``names`` planner."""
+    if query_terms(question)[0]:
+        return True
+    titles = walk().titles
+    return titles is not None and bool(titles.find(question))
+
+
 def iso_dates(question: str) -> list[str]:
     """The question's full dates written as the graph names them (``YYYY-MM-DD``, as the
     extractor writes a conversation's ``Time:`` header): "20260405", "20260901_13:00",
