@@ -13,6 +13,11 @@ every fixed method on the type-stratified subsets (``python -m benchmarks.answer
   auto takes the cross-validated plan (below ``planner_threshold`` → ``planner_fallback``) and
   the cached answer of the method it chose — the pipeline after planning is the same — plus the
   planner's own time (question embedding, cheap features, head) measured on the open index.
+- **auto** is what ``--method auto`` does with the default settings: the ``names`` planner (ppr
+  when the question names something, else vector; no parameters, so no cross-validation), its
+  recall from the same labelled rows; the head's cross-validated choice is the ``head`` column.
+- **Measured latency**: vector, ppr and auto timed on the same questions in one run, each in its
+  own open index (so that no method reuses another's question embedding), order rotated.
 - **Evidence recall** of auto vs fixed methods on *all* labelled dev queries (retrieval judge),
   and their **mean retrieval latency**: each method costs its p50 in the data set's
   ``retrieval_<dataset>.json`` (a method missing there comes from a ``retrieval_<dataset>_*.json``
@@ -28,14 +33,16 @@ import json
 import sys
 import time
 from collections import Counter
+from contextlib import ExitStack
 
 import numpy as np
 from edge_rag_export.planner import cross_validate, feature_matrix, read_labels, targets
 
 from edge_rag import EdgeRAG, Settings
 from edge_rag.models import Embedder, ModelFolder
-from edge_rag.plan import LABELS, METHOD_OF_LABEL
+from edge_rag.plan import LABELS, METHOD_OF_LABEL, NamesPlanner, head_label
 from edge_rag.plan.rules import rule_label
+from edge_rag.retrieve.ppr import names_a_seed, query_terms
 
 from .answer_accuracy import _load_cache, cache_path, judge, stratified
 from .common import RESULTS, markdown_table, percentiles, write_result
@@ -52,13 +59,20 @@ def main(argv: list[str] | None = None) -> int:
     truth, soft = np.asarray([LABELS.index(r["label"]) for r in rows]), targets(rows)
     probs = cross_validate(features, soft)
     plans = [_choose(p, settings) for p in probs]
+    auto = _names_plans(rows) if settings.planner == "names" else plans
+    picked = np.asarray([LABELS.index(label) for label, _ in plans])
+    names = list(dict.fromkeys(r["dataset"] for r in rows))
     rules = [rule_label(np.asarray(r["cheap"], dtype=np.float32)) for r in rows]
     result = {"queries": len(rows), "labels": dict(Counter(r["label"] for r in rows)),
-              "planner_accuracy": _accuracy(rows, truth, probs.argmax(axis=1), rules, soft),
-              "confusion": _confusion(truth, probs.argmax(axis=1)),
-              "recall": _recall_table(rows, plans),
-              "retrieval_latency_ms": _latency_table(rows, plans),
-              "table3": {name: _table3(name, rows, plans, limit, args.slm)
+              "planner_accuracy": _accuracy(rows, truth, picked, rules, soft),
+              "confusion": _confusion(truth, picked),
+              "recall": _recall_table(rows, auto, plans),
+              "auto_methods": {name: dict(Counter(a[1] for a, r in zip(auto, rows) if r["dataset"] == name))
+                               for name in names},
+              "measured_latency_ms": {name: _measured_latency(name, [r for r in rows if r["dataset"] == name])
+                                      for name in names if DATASETS[name].index.is_dir()},
+              "retrieval_latency_ms": _latency_table(rows, auto),
+              "table3": {name: _table3(name, rows, auto, limit, args.slm)
                          for name, limit in _limits(args.limits).items()},
               "planner_ms": _planner_latency(embedder, rows[:50])}
     _print(result)
@@ -67,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _choose(probabilities: np.ndarray, settings: Settings) -> tuple[str, str]:
-    label = LABELS[int(probabilities.argmax())]
-    if probabilities.max() < settings.planner_threshold:
+    label = head_label(dict(zip(LABELS, (float(p) for p in probabilities))))
+    if probabilities[LABELS.index(label)] < settings.planner_threshold:
         return label, settings.planner_fallback
     return label, METHOD_OF_LABEL[label]
 
@@ -92,16 +106,60 @@ def _confusion(truth: np.ndarray, predicted: np.ndarray) -> dict:
             for t in range(len(LABELS))}
 
 
-def _recall_table(rows: list[dict], plans: list[tuple[str, str]]) -> dict:
+def _names_plans(rows: list[dict]) -> list[tuple[str, str]]:
+    """The ``names`` planner's choice per row, with the titles of the row's index where it is
+    built here (else terms only)."""
+    planners, opened = {}, []
+    for name in dict.fromkeys(r["dataset"] for r in rows):
+        index = DATASETS[name].index
+        if index.is_dir():
+            opened.append(EdgeRAG.open(index, create=False, progress=False))
+        walk = opened[-1].walk_graph if index.is_dir() else None
+        planners[name] = NamesPlanner((lambda q, w=walk: names_a_seed(q, w)) if walk else
+                                      (lambda q: bool(query_terms(q)[0])))
+    try:
+        labels = [planners[r["dataset"]].choose(r["question"])[0] for r in rows]
+    finally:
+        for rag in opened:
+            rag.close()
+    return [(label, METHOD_OF_LABEL[label]) for label in labels]
+
+
+def _recall_table(rows: list[dict], auto: list[tuple[str, str]], head: list[tuple[str, str]]) -> dict:
     out = {}
+    label_of = {m: k for k, m in METHOD_OF_LABEL.items()}
     for name in dict.fromkeys(r["dataset"] for r in rows):
         pick = [i for i, r in enumerate(rows) if r["dataset"] == name]
         fixed = {m: float(np.mean([rows[i]["recall"][k] for i in pick]))
                  for k, m in METHOD_OF_LABEL.items() if k in rows[pick[0]]["recall"]}
-        label_of = {m: k for k, m in METHOD_OF_LABEL.items()}
-        auto = np.mean([rows[i]["recall"].get(label_of[plans[i][1]], 0.0) for i in pick])
-        out[name] = {**{m: round(v, 3) for m, v in fixed.items()}, "auto": round(float(auto), 3)}
+        chosen = {col: float(np.mean([rows[i]["recall"].get(label_of[plans[i][1]], 0.0) for i in pick]))
+                  for col, plans in (("head", head), ("auto", auto))}
+        out[name] = {m: round(v, 3) for m, v in {**fixed, **chosen}.items()}
     return out
+
+
+def _measured_latency(name: str, rows: list[dict]) -> dict:
+    """Mean wall time (ms) of vector, ppr and auto on the same questions in one run: each method
+    in its own open index (no shared question embedding; a question comes back only after 8
+    others, past the embedder's memory), whole passes over the questions in
+    the order vector, ppr, auto, auto, ppr, vector (drift in the machine's load cancels). Also
+    the process's CPU time per question, which other jobs on shared cores disturb far less."""
+    methods = ("vector", "ppr", "auto")
+    times: dict[str, list[float]] = {m: [] for m in methods}
+    cpu: dict[str, list[float]] = {m: [] for m in methods}
+    with ExitStack() as stack:
+        rags = {m: stack.enter_context(EdgeRAG.open(DATASETS[name].index, create=False, progress=False))
+                for m in methods}
+        for method, rag in rags.items():
+            rag.retrieve(rows[0]["question"], method)  # loads models and the walk's matrix
+        for method in (*methods, *reversed(methods)):
+            for row in rows:
+                start, start_cpu = time.perf_counter(), time.process_time()
+                rags[method].retrieve(row["question"], method)
+                times[method].append((time.perf_counter() - start) * 1000)
+                cpu[method].append((time.process_time() - start_cpu) * 1000)
+    return {"queries": len(rows), **{m: round(float(np.mean(v)), 2) for m, v in times.items()},
+            "cpu": {m: round(float(np.mean(v)), 2) for m, v in cpu.items()}}
 
 
 def _latency_table(rows: list[dict], plans: list[tuple[str, str]]) -> dict:
@@ -240,6 +298,8 @@ def _print(result: dict) -> None:
               f"\njudges: {table.get('judges')}")
         print(markdown_table(methods, [[f"{table[m]['accuracy']:.3f} / {table[m]['latency_ms']:.0f}"
                                         for m in methods]]))
+    print(f"\nauto's methods: {result['auto_methods']}")
+    print("measured mean retrieval latency ms (one run): ", result["measured_latency_ms"])
     print("\nevidence recall of the chosen context, all labelled dev queries")
     names = list(next(iter(result["recall"].values())))
     print(markdown_table(["data set", *names], [[k, *v.values()] for k, v in result["recall"].items()]))

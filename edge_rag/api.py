@@ -23,6 +23,7 @@ from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, WalkGraph, make_retriever
+from .retrieve.ppr import names_a_seed
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 from .store.schema import VECTOR_KINDS
 
@@ -187,10 +188,11 @@ class EdgeRAG:
         return result
 
     def plan(self, question: str) -> Plan:
-        """The planner's choice of method for a question (``planner`` setting: head, slm, rules)."""
+        """The planner's choice of method for a question (``planner`` setting: names, head, slm,
+        rules)."""
         if self._planner is None:
             self._planner = make_planner(self.settings, lambda: self.embedder, lambda: self.slm,
-                                         self.name_matcher)
+                                         self.name_matcher, lambda q: names_a_seed(q, self.walk_graph))
         return run_planner(self._planner, question, self.settings.planner_threshold,
                     self.settings.planner_fallback)
 

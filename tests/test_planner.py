@@ -78,7 +78,7 @@ def test_exported_head_int8_matches_fp32_on_the_dev_queries(planner_home: Path, 
 
 
 def test_auto_retrieval_records_the_heads_plan(planner_home: Path, lihua_index: Path) -> None:
-    with EdgeRAG.open(lihua_index, create=False, models_home=str(planner_home)) as rag:
+    with EdgeRAG.open(lihua_index, create=False, models_home=str(planner_home), planner="head") as rag:
         found = rag.retrieve(QUESTION, method="auto")
     plan = found.plan
     assert plan is not None and plan.planner == "head" and plan.label in LABELS
@@ -88,11 +88,29 @@ def test_auto_retrieval_records_the_heads_plan(planner_home: Path, lihua_index: 
 
 
 def test_without_an_exported_head_auto_falls_back_to_rules(lihua_index: Path) -> None:
-    with EdgeRAG.open(lihua_index, create=False, planner_model="no-such-head") as rag, \
+    with EdgeRAG.open(lihua_index, create=False, planner="head", planner_model="no-such-head") as rag, \
             pytest.warns(UserWarning, match="export planner"):
         found = rag.retrieve(QUESTION, method="auto")
     assert found.plan.planner == "rules" and found.plan.method in {"vector", "local", "dual", "topology"}
     assert found.chunks
+
+
+def test_auto_walks_only_when_the_question_names_something(lihua_index: Path) -> None:
+    with EdgeRAG.open(lihua_index, create=False) as rag:
+        named = rag.retrieve(QUESTION, method="auto")
+        unnamed = rag.retrieve("What time is the power outage in the neighborhood?", method="auto")
+        vector = rag.retrieve("What time is the power outage in the neighborhood?", method="vector")
+    assert named.plan.planner == "names" and (named.plan.label, named.method) == ("F", "ppr")
+    assert (unnamed.plan.label, unnamed.method) == ("B", "vector")
+    assert [c.chunk_id for c in unnamed.chunks] == [c.chunk_id for c in vector.chunks]
+
+
+def test_the_head_answers_without_retrieval_only_when_sure() -> None:
+    from edge_rag.plan import NONE_MIN, head_label
+
+    assert head_label({"A": 0.7, "B": 0.2, "F": 0.1}) == "B"
+    assert head_label({"A": NONE_MIN, "B": 1 - NONE_MIN}) == "A"
+    assert head_label({"A": 1.0}) == "A"
 
 
 def test_slm_planner_answers_one_letter(lihua_index: Path, slm) -> None:

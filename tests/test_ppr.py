@@ -146,6 +146,38 @@ def test_documents_first_puts_one_chunk_per_document_before_the_rest() -> None:
     assert [c.chunk_id for c in documents_first(chunks)] == [0, 2, 3, 1, 4]
 
 
+def test_questions_of_two_events_split_into_their_clauses() -> None:
+    from edge_rag.retrieve.clauses import clauses
+
+    assert clauses("Did Li Hua ask Yuriko to play music before Wolfgang proposed a break?") == [
+        "Did Li Hua ask Yuriko to play music", "Wolfgang proposed a break"]
+    assert clauses("Is it more than 3 days between Adam asking for the rent and LiHua paying the rent?") == [
+        "Adam asking for the rent", "LiHua paying the rent"]
+    # A short piece stays with its neighbour; one event is no split.
+    assert clauses("Who reminds Li Hua to drink water after the workout?") == []
+    assert clauses("Did Jennifer remind him to eat protein after the workout before she went to Paris?") == [
+        "Did Jennifer remind him to eat protein after the workout", "she went to Paris"]
+
+
+def test_interleave_gives_each_clause_a_document_after_the_whole_question_leads() -> None:
+    from edge_rag.retrieve.ppr import WHOLE_FIRST, interleave
+    from edge_rag.retrieve.types import RetrievedChunk
+
+    whole = [RetrievedChunk(i, f"w{i}", "s", "t", 1.0) for i in range(6)]
+    clause = [RetrievedChunk(10 + i, d, "s", "t", 1.0) for i, d in enumerate(["w0", "c1", "c2"])]
+    docs = [c.doc_id for c in interleave([whole, clause], 6)]
+    assert docs[:WHOLE_FIRST] == ["w0", "w1", "w2"] and docs[WHOLE_FIRST:] == ["c1", "c2", "w3"]
+
+
+def test_a_two_event_question_retrieves_for_each_clause(lihua_index) -> None:
+    question = "Did Li Hua ask Adam about the rent before Wolfgang invited him to a concert?"
+    with EdgeRAG.open(lihua_index, create=False) as rag:
+        found = rag.retrieve(question, "ppr", top_k=8)
+        second = rag.retrieve("Wolfgang invited him to a concert", "ppr", top_k=1)
+    assert second.chunks[0].doc_id in {c.doc_id for c in found.chunks}
+    assert len({c.chunk_id for c in found.chunks}) == len(found.chunks)
+
+
 def test_filler_terms_seed_nothing(lihua_index) -> None:
     with EdgeRAG.open(lihua_index, create=False) as rag:
         found = rag.retrieve("What is it?", "ppr", top_k=3)
@@ -182,3 +214,12 @@ def test_titled_passages_link_to_the_passages_they_name(rag: EdgeRAG) -> None:
 def test_untitled_documents_add_no_title_links(lihua_index) -> None:
     with EdgeRAG.open(lihua_index, create=False) as rag:
         assert rag.walk_graph().titles is None
+
+
+def test_full_dates_become_the_graphs_date_names() -> None:
+    from edge_rag.retrieve.ppr import iso_dates, query_terms
+
+    assert iso_dates("What song on 20260405, and on 20260901_13:00?") == ["2026-04-05", "2026-09-01"]
+    assert iso_dates("After September 19, 2026 or 2026-04-05?") == ["2026-04-05", "2026-09-19"]
+    assert iso_dates("In 2026, call 1234567890 or 20261399.") == []
+    assert "2026-04-05" in query_terms("What song does Li Hua suggest on 20260405?")[0]

@@ -1,7 +1,18 @@
-"""Adaptive retrieval planning (§3.3): choose A–F per query by a trained head, the SLM or rules.
+"""Adaptive retrieval planning (§3.3): choose A–F per query by named seeds, a trained head, the
+SLM or rules.
 
 A–E are the paper's labels (none, vector, local, dual, topology); F, the ``ppr`` random walk, is
 beyond it and comes last, so that a tie between methods still goes to the paper's simpler one.
+
+The default planner, ``names`` (beyond the paper), asks one question of the query: does it name
+anything the walk can start from — a name, date, time, quantity or quoted title (TR's K_e, see
+``ppr.names_a_seed``) or a document title? Then F, else B. A question that names nothing ("What
+time is the power outage in the neighborhood?") gives ``ppr`` only the chunks nearest to it as
+seeds, which vector search ranks already: on LiHua-World dev those 15 of 228 questions had the
+same evidence recall by either method, so ``auto`` spends the walk only where it can pay. The
+trained head (``head``) could not tell from the question when vector suffices (5-fold CV:
+below ``ppr`` on 2WikiMultihopQA), nor could vector's score margin (top-1 minus top-5 cosine),
+which under 5-fold CV sent almost no question to vector.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ if TYPE_CHECKING:
     from ..models.slm import SLM
 
 LABELS = ("A", "B", "C", "D", "E", "F")
+NONE_MIN = 0.8
 METHOD_OF_LABEL = {"A": "none", "B": "vector", "C": "local", "D": "dual", "E": "topology", "F": "ppr"}
 
 
@@ -63,6 +75,19 @@ class RulePlanner:
         return rule_label(cheap_features(question, self.names())), {}
 
 
+class NamesPlanner:
+    """F (``ppr``) when the question names something the walk can start from, else B (vector)."""
+
+    name = "names"
+
+    def __init__(self, named: Callable[[str], bool]) -> None:
+        self.named = named  # ``ppr.names_a_seed`` on the open index (plan does not import retrieve)
+
+    def choose(self, question: str) -> tuple[str, dict[str, float]]:
+        """One label, no probabilities."""
+        return ("F" if self.named(question) else "B"), {}
+
+
 class HeadPlanner:
     """The exported classifier head over the query embedding and cheap features."""
 
@@ -77,7 +102,15 @@ class HeadPlanner:
         features = plan_features(self.embedder.embed_one(question), question, self.names())
         probs = self.head.probabilities(features)[0]
         ranked = dict(zip(self.head.labels, (round(float(p), 4) for p in probs)))
-        return max(ranked, key=lambda k: ranked[k]), ranked
+        return head_label(ranked), ranked
+
+
+def head_label(probabilities: dict[str, float]) -> str:
+    """The head's most probable label, where A (no retrieval) must reach ``NONE_MIN``: under
+    5-fold CV on the dev labels its 12 A picks were all wrong (P(A) up to 0.7), while the 23
+    questions labelled A got P(A) ≤ 0.29 — the head cannot tell them, so A is all but off."""
+    allowed = {k: p for k, p in probabilities.items() if k != "A" or p >= NONE_MIN}
+    return max(allowed or probabilities, key=lambda k: (allowed or probabilities)[k])
 
 
 class SLMPlanner:
@@ -100,8 +133,11 @@ class SLMPlanner:
 
 
 def make_planner(settings: Settings, embedder: Callable[[], Embedder], slm: Callable[[], SLM],
-                 names: Callable[[], NameMatcher | None]) -> Planner:
+                 names: Callable[[], NameMatcher | None],
+                 named: Callable[[str], bool] = lambda question: True) -> Planner:
     """The planner the settings ask for; ``head`` falls back to rules when none is exported."""
+    if settings.planner == "names":
+        return NamesPlanner(named)
     if settings.planner == "slm":
         return SLMPlanner(slm())
     if settings.planner == "rules":
@@ -127,5 +163,6 @@ def run_planner(planner: Planner, question: str, threshold: float, fallback: str
     return Plan(label, METHOD_OF_LABEL[label], planner.name, probabilities, latency)
 
 
-__all__ = ["LABELS", "METHOD_OF_LABEL", "PLANNERS", "HeadPlanner", "Plan", "Planner", "PlannerHead",
-           "RulePlanner", "SLMPlanner", "make_planner", "plan_features", "run_planner"]
+__all__ = ["LABELS", "METHOD_OF_LABEL", "NONE_MIN", "PLANNERS", "HeadPlanner", "NamesPlanner", "Plan",
+           "Planner", "PlannerHead", "RulePlanner", "SLMPlanner", "head_label", "make_planner",
+           "plan_features", "run_planner"]
