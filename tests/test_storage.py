@@ -41,9 +41,19 @@ def test_sqlite_holds_i8_codes_and_the_i8_file_holds_the_same(tmp_path, model_fo
     with sqlite3.connect(index / "index.sqlite") as db:
         rows = db.execute("SELECT id, vector FROM chunks ORDER BY id").fetchall()
     assert {len(blob) for _, blob in rows} == {384}
+    assert not list(index.glob("*.usearch"))  # below vector_file_min: SQLite's codes only
     with EdgeRAG.open(index, create=False) as rag:
+        exact = rag._vectors().exact
+        assert exact is not None and exact.rows.dtype == np.int8
+        held = dict(zip(exact.keys.tolist(), exact.rows))
+        for key, blob in rows:
+            assert np.array_equal(held[key], np.frombuffer(blob, dtype=np.int8))
+        for source, text in NOTES.items():
+            top = rag.retrieve(text, top_k=1).chunks[0]
+            assert top.source == source and top.score > 0.95
+    with EdgeRAG.open(index, create=False, vector_file_min=0) as rag:  # an HNSW file from here on
         stored = rag._vectors()
-        assert not stored.rebuilt and stored.index is not None and "i8" in str(stored.index.dtype).lower()
+        assert stored.rebuilt and stored.index is not None and "i8" in str(stored.index.dtype).lower()
         for key, blob in rows:
             assert np.array_equal(stored.index.get(key), np.frombuffer(blob, dtype=np.int8))
         for source, text in NOTES.items():

@@ -175,8 +175,8 @@ class GraphBuilder:
         # candidates and node-mates seed the region.
         dying = list(dying)
         found = self._old_mates(dying)
-        for row in dying:
-            found.update(self._candidates(row.vector, row.id))
+        for near in self._candidates(dying):
+            found.update(near)
         return found
 
     def _store_keys(self, alive: dict[str, _Key], dead: set[str]) -> None:
@@ -202,21 +202,26 @@ class GraphBuilder:
         frontier = set(self.tables.key_rows(seeds))
         while frontier:
             region |= frontier
-            rows = self.tables.key_rows(frontier)
+            rows = list(self.tables.key_rows(frontier).values())
             reached: set[str] = set()
-            for row in rows.values():
-                for other in self._candidates(row.vector, row.id):
+            for row, near in zip(rows, self._candidates(rows)):
+                for other in near:
                     edges.add((min(row.key, other), max(row.key, other)))
                     reached.add(other)
-            reached |= self._old_mates(rows.values())
+            reached |= self._old_mates(rows)
             frontier = reached - region
         return region, edges
 
-    def _candidates(self, vector: np.ndarray, own_id: int) -> set[str]:
-        """Keys whose name vector has cos ≥ τ with this one (eq. 1)."""
-        ids, sims = self.entity_vectors.search(vector, CANDIDATES_PER_KEY)
-        near = [int(i) for i, s in zip(ids, sims) if s >= self.params.tau and int(i) != own_id]
-        return {row.key for row in self.tables.key_rows_by_id(near).values()}
+    def _candidates(self, rows: list) -> list[set[str]]:
+        """For each key row, the keys whose name vector has cos ≥ τ with its own (eq. 1);
+        one batched search for all of them."""
+        if not rows:
+            return []
+        found = self.entity_vectors.search_many(np.stack([row.vector for row in rows]), CANDIDATES_PER_KEY)
+        near = [[int(i) for i, s in zip(ids, sims) if s >= self.params.tau and int(i) != row.id]
+                for row, (ids, sims) in zip(rows, found)]
+        keys = self.tables.key_rows_by_id(sorted({i for ids in near for i in ids}))
+        return [{keys[i].key for i in ids if i in keys} for ids in near]
 
     def _old_mates(self, rows: Iterable) -> set[str]:
         nodes = {row.entity_id for row in rows if row.entity_id is not None}

@@ -16,7 +16,7 @@ import sqlite_utils
 
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
-from .codec import decode_rows, encode_rows, from_version_2
+from .codec import code_rows, decode_rows, encode_rows, from_version_2
 from .graph_tables import GraphTables, embedded, inserted_id, marks, parts
 from .schema import DDL, GRAPH_TABLES_V1, MENTION_TABLES, SCHEMA_VERSION, SPAN_COLUMNS, VECTOR_KINDS
 from .walk import WalkTables
@@ -313,6 +313,13 @@ class GraphStore:
         while rows := cursor.fetchmany(batch):
             ids = np.array([r[0] for r in rows], dtype=np.uint64)
             yield ids, decode_rows(r[1] for r in rows)
+
+    def iter_codes(self, kind: str, batch: int = 8192) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(ids, i8 code matrix) of every stored vector of a kind, in batches, as stored."""
+        table = VECTOR_TABLES[kind]
+        cursor = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL")
+        while rows := cursor.fetchmany(batch):
+            yield np.array([r[0] for r in rows], dtype=np.uint64), code_rows(r[1] for r in rows)
 
     def vectors_by_id(self, kind: str, ids: Sequence[int]) -> Iterator[tuple[list[int], np.ndarray]]:
         """(ids, unit vectors) of the rows of a kind among ``ids`` that have a vector, in batches."""
