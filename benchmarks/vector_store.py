@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows[f"{name}/{kind}"] = _measure(rag, kind, queries)
                 print(f"{name}/{kind}: {rows[f'{name}/{kind}']}", flush=True)
     _print(rows)
-    result = {"k": K, "queries_per_dataset": args.limit, "kinds": rows, "peak_rss_mb": round(peak_rss_mb(), 1),
+    result = {"k": K, "queries_per_dataset": args.limit, "kinds": rows,
+              "peak_rss_mb": round(peak_rss_mb(), 1),
               "note": "exact = the codes read from SQLite into one matrix and searched by USearch's "
                       "brute-force kernel (no file); hnsw = the same codes in an HNSW file "
                       "(the schema-3 layout), memory-mapped. Loaded machine: compare within a row."}
@@ -91,7 +92,8 @@ def _print(rows: dict) -> None:
             "exact p50 ms", "HNSW p50 ms", "HNSW R@10"]
     body = [[name, r["vectors"], round(r.get("code_bytes", 0) / 1e6, 2),
              round(r.get("hnsw_file_bytes", 0) / 1e6, 2), r.get("load_exact_ms"), r.get("open_hnsw_ms"),
-             r.get("exact_p50_ms"), r.get("hnsw_p50_ms"), r.get("hnsw_recall@10")] for name, r in rows.items()]
+             r.get("exact_p50_ms"), r.get("hnsw_p50_ms"), r.get("hnsw_recall@10")]
+            for name, r in rows.items()]
     print(markdown_table(head, body))
 
 

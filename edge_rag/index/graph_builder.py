@@ -30,7 +30,7 @@ from ..lexicon import STOPWORDS, entity_key
 from ..models.embedder import Embedder
 from ..progress import Progress
 from ..store import GraphStore, VectorIndex
-from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow, embedded
+from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow, embedded, join_texts
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
 from .extract import Extractor
 from .mentions import Extraction, chunk_hash, embedding_text
@@ -256,8 +256,8 @@ class GraphBuilder:
         head = infos[representative(m.for_aggregation() for m in members).key]
         kinds = Counter(m.type for m in members for _ in range(m.mentions) if m.type not in GENERIC_TYPES)
         type_ = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else head.type
-        description = _join((m.description for m in members), DESCRIPTION_CHARS)
-        return self.tables.add_entity(head.name, type_, description, group)
+        # Schema 4 stores no node description: ``GraphTables.nodes`` derives it from the mentions.
+        return self.tables.add_entity(head.name, type_, "", group)
 
     def _add_structural(self, region: set[str], node_of: dict[str, int],
                         reusable: dict[str, np.ndarray]) -> None:
@@ -317,10 +317,10 @@ def relation_text(source: str, target: str, keywords: str, description: str) -> 
 
 def _structural(pair: tuple[int, int], rows: list[RelationMentionRow], names: dict[int, str]) -> NewRelation:
     """One structural relation per node pair, from all of its mentions."""
-    keywords = _join((r.keywords for r in rows), KEYWORD_CHARS, ", ")
+    keywords = join_texts((r.keywords for r in rows), KEYWORD_CHARS, ", ")
     description, sha = "", None
     if embedded(keywords):  # the others are kept without a vector (see graph_tables)
-        description = _join((r.description for r in rows), DESCRIPTION_CHARS)
+        description = join_texts((r.description for r in rows), DESCRIPTION_CHARS)
         sha = _sha(relation_text(names[pair[0]], names[pair[1]], keywords, description))
     return NewRelation("structural", pair[0], pair[1], keywords, description,
                        weight=round(weight([r.strength for r in rows]), 6), text_sha=sha,
@@ -336,20 +336,8 @@ def _summarise(key: str, rows: list[MentionRow]) -> _Key:
     for r in rows:
         types[r.type] += r.count if r.type not in GENERIC_TYPES else 0
     type_ = min(types.items(), key=lambda kv: (-kv[1], kv[0]))[0] if +types else rows[0].type
-    description = _join((r.description for r in rows for _ in range(r.count)), DESCRIPTION_CHARS)
+    description = join_texts((r.description for r in rows for _ in range(r.count)), DESCRIPTION_CHARS)
     return _Key(key, name, type_, description, sum(r.count for r in rows))
-
-
-def _join(texts: Iterable[str], limit: int, separator: str = "; ") -> str:
-    """Distinct non-empty texts, most frequent first (ties alphabetical), within a length limit."""
-    counts = Counter(t for t in texts if t)
-    out = ""
-    for text, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        candidate = f"{out}{separator}{text}" if out else text
-        if len(candidate) > limit:
-            break
-        out = candidate
-    return out
 
 
 def _sha(text: str) -> str:

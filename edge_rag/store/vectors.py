@@ -179,8 +179,9 @@ class VectorIndex:
             return list(zip(keys, sims))
         assert self.index is not None
         found = self.index.search(for_search(vectors, self.dtype), min(k, len(self.index)))
-        return [(np.asarray(found.keys[i][: found.counts[i]]),
-                 1.0 - np.asarray(found.distances[i][: found.counts[i]], dtype=np.float32))
+        counts = np.asarray(found.counts)  # type: ignore[union-attr]  # a batch (len > 1)
+        return [(np.asarray(found.keys[i][: counts[i]]),
+                 1.0 - np.asarray(found.distances[i][: counts[i]], dtype=np.float32))
                 for i in range(len(vectors))]
 
     def save(self, generation: int) -> None:
