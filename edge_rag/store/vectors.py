@@ -31,13 +31,17 @@ VECTOR_FILES = {"chunk": "chunks.usearch", "entity": "entities.usearch", "relati
 
 
 class ExactVectors:
-    """Vectors of one kind held as one matrix in memory and searched exactly (brute force)."""
+    """Vectors of one kind held as one matrix in memory and searched exactly (brute force).
+
+    Adds and removes are buffered and applied in one pass before the next search, so a build
+    that replaces names one at a time does not copy the matrix each time."""
 
     def __init__(self, dim: int, keys: np.ndarray, rows: np.ndarray) -> None:
         self.dim = dim
         self.keys = keys
         self.rows = rows
         self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._removed: set[int] = set()
 
     @classmethod
     def load(cls, store: GraphStore, kind: str, dim: int, dtype: str) -> ExactVectors:
@@ -49,7 +53,8 @@ class ExactVectors:
         return empty
 
     def __len__(self) -> int:
-        return len(self.keys) + sum(len(keys) for keys, _ in self._pending)
+        self._merge()
+        return len(self.keys)
 
     def add(self, keys: np.ndarray, rows: np.ndarray) -> None:
         """Append rows under keys (the caller removes a key before adding it again)."""
@@ -57,10 +62,10 @@ class ExactVectors:
 
     def remove(self, keys: np.ndarray) -> None:
         """Drop the rows of these keys (missing ones are ignored)."""
-        self._merge()
-        keep = ~np.isin(self.keys, keys)
-        if not keep.all():
-            self.keys, self.rows = self.keys[keep], np.ascontiguousarray(self.rows[keep])
+        gone = np.asarray(keys, dtype=np.uint64)
+        self._pending = [(k[keep], r[keep]) for k, r in self._pending
+                         if (keep := ~np.isin(k, gone)).any()]
+        self._removed.update(int(k) for k in gone)
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(keys, cosine similarities) of the k nearest rows of each query, best first: one
@@ -78,6 +83,10 @@ class ExactVectors:
         return index
 
     def _merge(self) -> None:
+        # Removals apply to the rows merged before them; a key added since is kept.
+        if self._removed:
+            keep = ~np.isin(self.keys, np.fromiter(self._removed, dtype=np.uint64))
+            self.keys, self.rows, self._removed = self.keys[keep], self.rows[keep], set()
         if self._pending:
             self.keys = np.concatenate([self.keys, *(keys for keys, _ in self._pending)])
             self.rows = np.concatenate([self.rows, *(rows for _, rows in self._pending)])
