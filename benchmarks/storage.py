@@ -79,6 +79,10 @@ def _plot(dataset: str, sides: dict[str, dict], path: Path) -> None:
         for method, xi, yi in zip(methods, x, y):
             axes.annotate(method, (xi, yi), textcoords="offset points", xytext=(4, 3), fontsize=8)
     axes.set_xscale("log")
+    ticks = [t for t in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if any(
+        t / 2 <= side["method_bytes"][m] / MIB <= t * 2 for side in sides.values() for m in METHODS)]
+    axes.set_xticks(ticks, [str(t) for t in ticks])
+    axes.minorticks_off()
     axes.set_xlabel("index bytes the method needs (MiB, log)")
     axes.set_ylabel("recall@5 (dev)")
     axes.set_title(f"{dataset}: recall@5 against index size")
