@@ -10,7 +10,7 @@ Interpretation: the paper retrieves by vector similarity without naming an index
 Exact search returns the true nearest neighbours (HNSW approximates them), and at edge sizes
 (LiHua-World 2.5k chunks, 2WikiMultihopQA 45k entity names) it costs milliseconds, while an
 HNSW file repeats every vector next to its graph links (measured in
-``benchmarks/results/vector_store_*.json``).
+``benchmarks/results/vector_store.json``).
 """
 
 from __future__ import annotations
