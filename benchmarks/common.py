@@ -117,8 +117,9 @@ def stored_files(folder: Path, recursive: bool = False) -> dict[str, int]:
 def method_footprint(index: Path) -> dict[str, int]:
     """Bytes on disk each retrieval method needs from an index (the paper's Figure 7 x-axis).
 
-    ``vector`` needs the documents and chunks tables and ``chunks.usearch``; ``local`` the whole
-    graph but not the relation vectors, and so does ``ppr``; ``dual``, ``topology`` and ``auto``
+    ``vector`` needs the documents and chunks tables and ``chunks.usearch`` (when kept); ``local``
+    the whole graph but not the relation vectors (their codes in SQLite and any relation file),
+    and so does ``ppr``; ``dual``, ``topology`` and ``auto``
     everything. SQLite's
     pages are split by table with the ``dbstat`` virtual table.
     """
@@ -126,12 +127,13 @@ def method_footprint(index: Path) -> dict[str, int]:
     with closing(sqlite3.connect(f"file:{index / 'index.sqlite'}?mode=ro", uri=True)) as db:
         owner = dict(db.execute("SELECT name, tbl_name FROM sqlite_schema"))
         pages = db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()
+        relation_codes = db.execute("SELECT coalesce(sum(length(vector)), 0) FROM relations").fetchone()[0]
     vector_sql = sum(size for name, size in pages if owner.get(name, name) in VECTOR_TABLES)
     total = sum(files.values())
+    no_relation_vectors = total - files.get("relations.usearch", 0) - int(relation_codes)
     return {"none": 0, "vector": vector_sql + files.get("chunks.usearch", 0),
-            "local": total - files.get("relations.usearch", 0), "dual": total, "topology": total,
-            "ppr": total - files.get("relations.usearch", 0),
-            "auto": total}
+            "local": no_relation_vectors, "dual": total, "topology": total,
+            "ppr": no_relation_vectors, "auto": total}
 
 
 def pyplot() -> Any | None:

@@ -68,8 +68,9 @@ class IndexStats:
 class EdgeRAG:
     """An index directory opened for inserting, deleting and retrieving.
 
-    Use ``EdgeRAG.open(path)``; it is also a context manager. SQLite holds everything;
-    the USearch files are caches of its vectors that are rebuilt when they fall behind.
+    Use ``EdgeRAG.open(path)``; it is also a context manager. SQLite holds everything, each
+    vector once; a kind with ``vector_file_min`` vectors or more also keeps a USearch HNSW file,
+    a cache of its vectors that is rebuilt when it falls behind.
     """
 
     def __init__(self, directory: Path, settings: Settings, store: GraphStore) -> None:
@@ -339,7 +340,7 @@ class EdgeRAG:
     def _new_vector_index(self, kind: str = "chunk") -> VectorIndex:
         dim = self.store.manifest().get("embedder_dimension")
         return VectorIndex(self.directory, kind, int(dim) if dim else self.embedder.dim,
-                           self.settings.vector_dtype, self.store)
+                           self.settings.vector_dtype, self.store, self.settings.vector_file_min)
 
 
 def _chain(docs: list[Document], files: list, limit: int,

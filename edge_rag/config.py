@@ -45,6 +45,7 @@ class Settings:
     abstain_terms: int = 4
     no_threshold: float = 0.8
     vector_dtype: str = "i8"
+    vector_file_min: int = 65536
     threads: int = 0
     ort_memory_arena: bool = True
     ort_graph_optimization: str = "all"
@@ -95,6 +96,7 @@ class Settings:
         _check(1 <= self.focus_max_new_tokens < self.slm_context_tokens // 2,
                "focus_max_new_tokens must be >= 1 and below half of slm_context_tokens")
         _check(self.vector_dtype in VECTOR_DTYPES, f"vector_dtype must be one of {VECTOR_DTYPES}")
+        _check(self.vector_file_min >= 0, "vector_file_min must be >= 0 (0 = always an HNSW file)")
         _check(self.threads >= 0, "threads must be >= 0 (0 = all cores)")
         _check(self.ort_graph_optimization in ("disable", "basic", "extended", "all"),
                "ort_graph_optimization must be disable, basic, extended or all")

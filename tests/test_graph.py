@@ -213,7 +213,7 @@ def test_a_version_1_index_is_migrated_and_its_chunks_join_the_graph(tmp_path: P
         db.execute("UPDATE manifest SET value = json_remove(value, '$.extractor') "
                    "WHERE key = 'index_settings'")
     with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
-        assert rag.stats().schema_version == "3" and len(rag.documents()) == 1
+        assert rag.stats().schema_version == "4" and len(rag.documents()) == 1
         report = rag.insert_text(CRAFTED["b.txt"], source="b")
         assert report.graph.chunks == 2  # the old chunk and the new one
         assert rag.stats().chunks_in_graph == rag.stats().chunks == 2

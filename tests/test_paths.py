@@ -130,9 +130,9 @@ def test_i8_and_f32_vector_files(tmp_path, model_folder):
     sizes = {}
     for dtype in ("i8", "f32"):
         index = tmp_path / dtype
-        with EdgeRAG.open(index, progress=False, vector_dtype=dtype) as rag:
+        with EdgeRAG.open(index, progress=False, vector_dtype=dtype, vector_file_min=0) as rag:
             assert rag.insert(_notes(tmp_path / "notes")).ok
-        with EdgeRAG.open(index, create=False, vector_dtype="f16") as rag:
+        with EdgeRAG.open(index, create=False, vector_dtype="f16", vector_file_min=0) as rag:
             assert rag.settings.vector_dtype == dtype  # an index keeps its creation dtype
             assert not rag._vectors().rebuilt
             for name, text in NOTES.items():
@@ -164,7 +164,7 @@ def test_cli_text_output_of_every_index_command(tmp_path, capsys, model_folder):
     assert capsys.readouterr().out.strip() == f"deleted {rows[0].split()[0]} (1 chunks)"
     assert main(["stats", "--index", index]) == 0
     stats = {k.strip(): v for k, v in (line.split(": ", 1) for line in capsys.readouterr().out.splitlines())}
-    assert stats["documents"] == "2" and stats["chunks.usearch"].endswith(" bytes")
+    assert stats["documents"] == "2" and stats["index.sqlite"].endswith(" bytes")
     assert stats["total"].endswith(" bytes") and stats["table chunks"].endswith(" bytes")
     assert main(["compact", "--index", index]) == 0
     assert capsys.readouterr().out.startswith("compacted: ")

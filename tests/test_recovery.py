@@ -132,16 +132,35 @@ def _damage(index, how: str) -> None:
 @pytest.mark.parametrize("how", ["missing", "truncated", "garbage", "stale"])
 def test_damaged_vector_file_is_rebuilt_from_sqlite(tmp_path, how, model_folder):
     index = tmp_path / "index"
-    with EdgeRAG.open(index, progress=False) as rag:
+    with EdgeRAG.open(index, progress=False, vector_file_min=0) as rag:  # always an HNSW file
         rag.insert_text("Otters hold hands while they sleep.", source="otters")
         rag.insert_text("Glaciers carve valleys over millennia.", source="glaciers")
     _damage(index, how)
-    with EdgeRAG.open(index, create=False) as rag:
+    with EdgeRAG.open(index, create=False, vector_file_min=0) as rag:
         vectors = rag._vectors()
         assert vectors.rebuilt
         assert rag.retrieve("sleeping otters", top_k=1).chunks[0].source == "otters"
-    with EdgeRAG.open(index, create=False) as rag:
+    with EdgeRAG.open(index, create=False, vector_file_min=0) as rag:
         assert not rag._vectors().rebuilt, "the rebuilt file should have been saved"
+
+
+def test_vector_files_come_and_go_with_vector_file_min(tmp_path, model_folder):
+    index = tmp_path / "index"
+    with EdgeRAG.open(index, progress=False, vector_file_min=0) as rag:
+        rag.insert_text("Otters hold hands while they sleep.", source="otters")
+    assert (index / "chunks.usearch").is_file()
+    with EdgeRAG.open(index, create=False, vector_file_min=3) as rag:  # a leftover file goes
+        assert rag._vectors().exact is not None and rag._vectors().rebuilt
+        assert rag.retrieve("sleeping otters", top_k=1).chunks[0].source == "otters"
+        assert not (index / "chunks.usearch").exists()
+        rag.insert_text("Glaciers carve valleys over millennia.", source="glaciers")
+        assert not (index / "chunks.usearch").exists()
+        rag.insert_text("Bees point the way with a dance.", source="bees")  # the third vector
+        assert (index / "chunks.usearch").is_file()
+    with EdgeRAG.open(index, create=False, vector_file_min=3) as rag:
+        vectors = rag._vectors()
+        assert vectors.has_file and not vectors.rebuilt and len(vectors) == 3
+        assert rag.retrieve("glacier valleys", top_k=1).chunks[0].source == "glaciers"
 
 
 # The graph writer pauses at the first SQL statement after its second graph batch committed

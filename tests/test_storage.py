@@ -41,9 +41,19 @@ def test_sqlite_holds_i8_codes_and_the_i8_file_holds_the_same(tmp_path, model_fo
     with sqlite3.connect(index / "index.sqlite") as db:
         rows = db.execute("SELECT id, vector FROM chunks ORDER BY id").fetchall()
     assert {len(blob) for _, blob in rows} == {384}
+    assert not list(index.glob("*.usearch"))  # below vector_file_min: SQLite's codes only
     with EdgeRAG.open(index, create=False) as rag:
+        exact = rag._vectors().exact
+        assert exact is not None and exact.rows.dtype == np.int8
+        held = dict(zip(exact.keys.tolist(), exact.rows))
+        for key, blob in rows:
+            assert np.array_equal(held[key], np.frombuffer(blob, dtype=np.int8))
+        for source, text in NOTES.items():
+            top = rag.retrieve(text, top_k=1).chunks[0]
+            assert top.source == source and top.score > 0.95
+    with EdgeRAG.open(index, create=False, vector_file_min=0) as rag:  # an HNSW file from here on
         stored = rag._vectors()
-        assert not stored.rebuilt and stored.index is not None and "i8" in str(stored.index.dtype).lower()
+        assert stored.rebuilt and stored.index is not None and "i8" in str(stored.index.dtype).lower()
         for key, blob in rows:
             assert np.array_equal(stored.index.get(key), np.frombuffer(blob, dtype=np.int8))
         for source, text in NOTES.items():
@@ -62,7 +72,7 @@ def test_a_version_2_index_is_migrated_not_misread(tmp_path, model_folder):
         before = dict(db.execute("SELECT id, vector FROM chunks").fetchall())
     with EdgeRAG.open(index, create=False) as rag:
         stats = rag.stats()
-        assert stats.schema_version == "3"
+        assert stats.schema_version == "4"
         for source, text in NOTES.items():
             top = rag.retrieve(text, top_k=1).chunks[0]
             assert top.source == source and top.score > 0.95
@@ -97,3 +107,40 @@ def test_compact_after_deletes_returns_the_space(tmp_path, model_folder, capsys)
     assert main(["stats", "--index", str(index)]) == 0
     lines = {k.strip(): v for k, v in (line.split(": ", 1) for line in capsys.readouterr().out.splitlines())}
     assert lines["table chunks"].strip().endswith(" bytes")
+
+
+CHAT = ("Time: 20260408_08:38\nAlice: I am Alice from Hailey's Bakery. Your bread from Hailey's Bakery is "
+        "ready, LiHua.\nLiHua: Thanks Alice! I will ask Adam to pick it up at the Bakery.\n"
+        "Adam: Sure, I will go to Hailey's Bakery after the Gym.\n")
+
+
+def test_a_version_3_index_is_migrated_to_version_4(tmp_path, model_folder):
+    index = tmp_path / "index"
+    with EdgeRAG.open(index, progress=False) as rag:
+        rag.insert_text(CHAT, source="chat")
+    with sqlite3.connect(index / "index.sqlite") as db:  # what version 3 wrote
+        db.execute("DROP INDEX relations_from")
+        db.execute("DROP INDEX relations_to")
+        db.execute("CREATE INDEX relations_source ON relations(source_id, kind)")
+        db.execute("CREATE INDEX relations_target ON relations(target_id, kind)")
+        db.execute("UPDATE entities SET description = 'stored ' || name")
+        vector = db.execute("SELECT vector FROM chunks").fetchone()[0]
+        linked = db.execute("UPDATE relations SET vector = ?, text_sha = 'x', description = 'd' "
+                            "WHERE keywords = 'mentions'", (vector,)).rowcount
+        db.execute("UPDATE manifest SET value = '3' WHERE key = 'schema_version'")
+    assert linked > 0
+    with EdgeRAG.open(index, create=False) as rag:
+        assert rag.stats().schema_version == "4"
+        nodes = rag.store.graph.nodes()
+        assert any(n.description for n in nodes)
+        assert not any(n.description.startswith("stored ") for n in nodes)
+        assert rag.retrieve("Who picks up the bread?", method="dual", top_k=1).chunks[0].source == "chat"
+        with sqlite3.connect(index / "index.sqlite") as db:
+            embedded = db.execute("SELECT count(*) FROM relations WHERE vector IS NOT NULL").fetchone()[0]
+            assert len(rag._vectors("relation")) == embedded
+            assert db.execute("SELECT count(*) FROM relations WHERE keywords = 'mentions' "
+                              "AND vector IS NOT NULL").fetchone()[0] == 0
+            assert db.execute("SELECT count(*) FROM entities WHERE description != ''").fetchone()[0] == 0
+            names = {r[0] for r in db.execute("SELECT name FROM sqlite_schema WHERE type = 'index'")}
+    assert {"relations_from", "relations_to"} <= names
+    assert not names & {"relations_source", "relations_target"}

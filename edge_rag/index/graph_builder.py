@@ -30,7 +30,7 @@ from ..lexicon import STOPWORDS, entity_key
 from ..models.embedder import Embedder
 from ..progress import Progress
 from ..store import GraphStore, VectorIndex
-from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow, embedded
+from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow, embedded, join_texts
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
 from .extract import Extractor
 from .mentions import Extraction, chunk_hash, embedding_text
@@ -175,8 +175,8 @@ class GraphBuilder:
         # candidates and node-mates seed the region.
         dying = list(dying)
         found = self._old_mates(dying)
-        for row in dying:
-            found.update(self._candidates(row.vector, row.id))
+        for near in self._candidates(dying):
+            found.update(near)
         return found
 
     def _store_keys(self, alive: dict[str, _Key], dead: set[str]) -> None:
@@ -202,21 +202,26 @@ class GraphBuilder:
         frontier = set(self.tables.key_rows(seeds))
         while frontier:
             region |= frontier
-            rows = self.tables.key_rows(frontier)
+            rows = list(self.tables.key_rows(frontier).values())
             reached: set[str] = set()
-            for row in rows.values():
-                for other in self._candidates(row.vector, row.id):
+            for row, near in zip(rows, self._candidates(rows)):
+                for other in near:
                     edges.add((min(row.key, other), max(row.key, other)))
                     reached.add(other)
-            reached |= self._old_mates(rows.values())
+            reached |= self._old_mates(rows)
             frontier = reached - region
         return region, edges
 
-    def _candidates(self, vector: np.ndarray, own_id: int) -> set[str]:
-        """Keys whose name vector has cos ≥ τ with this one (eq. 1)."""
-        ids, sims = self.entity_vectors.search(vector, CANDIDATES_PER_KEY)
-        near = [int(i) for i, s in zip(ids, sims) if s >= self.params.tau and int(i) != own_id]
-        return {row.key for row in self.tables.key_rows_by_id(near).values()}
+    def _candidates(self, rows: list) -> list[set[str]]:
+        """For each key row, the keys whose name vector has cos ≥ τ with its own (eq. 1);
+        one batched search for all of them."""
+        if not rows:
+            return []
+        found = self.entity_vectors.search_many(np.stack([row.vector for row in rows]), CANDIDATES_PER_KEY)
+        near = [[int(i) for i, s in zip(ids, sims) if s >= self.params.tau and int(i) != row.id]
+                for row, (ids, sims) in zip(rows, found)]
+        keys = self.tables.key_rows_by_id(sorted({i for ids in near for i in ids}))
+        return [{keys[i].key for i in ids if i in keys} for ids in near]
 
     def _old_mates(self, rows: Iterable) -> set[str]:
         nodes = {row.entity_id for row in rows if row.entity_id is not None}
@@ -251,8 +256,8 @@ class GraphBuilder:
         head = infos[representative(m.for_aggregation() for m in members).key]
         kinds = Counter(m.type for m in members for _ in range(m.mentions) if m.type not in GENERIC_TYPES)
         type_ = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else head.type
-        description = _join((m.description for m in members), DESCRIPTION_CHARS)
-        return self.tables.add_entity(head.name, type_, description, group)
+        # Schema 4 stores no node description: ``GraphTables.nodes`` derives it from the mentions.
+        return self.tables.add_entity(head.name, type_, "", group)
 
     def _add_structural(self, region: set[str], node_of: dict[str, int],
                         reusable: dict[str, np.ndarray]) -> None:
@@ -312,10 +317,10 @@ def relation_text(source: str, target: str, keywords: str, description: str) -> 
 
 def _structural(pair: tuple[int, int], rows: list[RelationMentionRow], names: dict[int, str]) -> NewRelation:
     """One structural relation per node pair, from all of its mentions."""
-    keywords = _join((r.keywords for r in rows), KEYWORD_CHARS, ", ")
+    keywords = join_texts((r.keywords for r in rows), KEYWORD_CHARS, ", ")
     description, sha = "", None
     if embedded(keywords):  # the others are kept without a vector (see graph_tables)
-        description = _join((r.description for r in rows), DESCRIPTION_CHARS)
+        description = join_texts((r.description for r in rows), DESCRIPTION_CHARS)
         sha = _sha(relation_text(names[pair[0]], names[pair[1]], keywords, description))
     return NewRelation("structural", pair[0], pair[1], keywords, description,
                        weight=round(weight([r.strength for r in rows]), 6), text_sha=sha,
@@ -331,20 +336,8 @@ def _summarise(key: str, rows: list[MentionRow]) -> _Key:
     for r in rows:
         types[r.type] += r.count if r.type not in GENERIC_TYPES else 0
     type_ = min(types.items(), key=lambda kv: (-kv[1], kv[0]))[0] if +types else rows[0].type
-    description = _join((r.description for r in rows for _ in range(r.count)), DESCRIPTION_CHARS)
+    description = join_texts((r.description for r in rows for _ in range(r.count)), DESCRIPTION_CHARS)
     return _Key(key, name, type_, description, sum(r.count for r in rows))
-
-
-def _join(texts: Iterable[str], limit: int, separator: str = "; ") -> str:
-    """Distinct non-empty texts, most frequent first (ties alphabetical), within a length limit."""
-    counts = Counter(t for t in texts if t)
-    out = ""
-    for text, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        candidate = f"{out}{separator}{text}" if out else text
-        if len(candidate) > limit:
-            break
-        out = candidate
-    return out
 
 
 def _sha(text: str) -> str:

@@ -59,12 +59,22 @@ def decode_rows(blobs: Iterable[bytes]) -> np.ndarray:
     return unit(np.stack([np.frombuffer(blob, dtype=AT_REST) for blob in blobs]))
 
 
-def for_search(vectors: np.ndarray, dtype: str = "i8") -> np.ndarray:
-    """Vectors as a USearch file of scalar kind ``dtype`` takes them: the i8 codes themselves
-    for ``i8`` (exactly what SQLite holds), unit f32 vectors otherwise."""
+def code_rows(blobs: Iterable[bytes]) -> np.ndarray:
+    """The i8 code matrix of several blobs, one row each (no decoding)."""
+    return np.stack([np.frombuffer(blob, dtype=AT_REST) for blob in blobs])
+
+
+def search_form(code_matrix: np.ndarray, dtype: str = "i8") -> np.ndarray:
+    """Codes as USearch searches them at scalar kind ``dtype``: the i8 codes themselves for
+    ``i8`` (exactly what SQLite holds), unit f16 or f32 vectors otherwise."""
     if dtype == "i8":
-        return codes(vectors)
-    return unit(codes(vectors))
+        return np.ascontiguousarray(code_matrix, dtype=AT_REST)
+    return unit(code_matrix).astype(np.float16 if dtype == "f16" else np.float32)
+
+
+def for_search(vectors: np.ndarray, dtype: str = "i8") -> np.ndarray:
+    """Float vectors as USearch searches them at scalar kind ``dtype`` (via their codes)."""
+    return search_form(codes(vectors), dtype)
 
 
 def from_version_2(blobs: Iterable[bytes]) -> list[bytes]:

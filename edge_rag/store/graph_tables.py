@@ -4,6 +4,7 @@ the typed reads retrieval and export use."""
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -383,9 +384,17 @@ class GraphTables:
     # -- reads for export ---------------------------------------------------------------------
 
     def nodes(self) -> list[NodeRow]:
-        """Every node with its description."""
-        return [NodeRow(*row) for row in
-                self.conn.execute("SELECT id, name, type, description FROM entities")]
+        """Every node with its description: the stored one (schema 3 and older), else its
+        names' mention descriptions joined, most frequent first (schema 4 stores none)."""
+        derived: dict[int, Counter[str]] = {}
+        for entity_id, text, count in self.conn.execute(
+                f"SELECT k.entity_id, {MENTION_DESCRIPTION} AS d, count(*) FROM entity_mentions m "
+                "JOIN entity_keys k ON k.key = m.key WHERE k.entity_id IS NOT NULL GROUP BY 1, 2"):
+            derived.setdefault(entity_id, Counter())[text] += count
+        rows = self.conn.execute("SELECT id, name, type, description FROM entities")
+        return [NodeRow(i, name, type_, stored or join_texts(derived.get(i, Counter()).elements(),
+                                                             NODE_DESCRIPTION_CHARS))
+                for i, name, type_, stored in rows]
 
     def all_relations(self) -> list[RelationRow]:
         """Every relation."""
@@ -415,7 +424,23 @@ class GraphTables:
 # relations) served every method within 0.01 without vectors. Retrieval still walks them as
 # edges; only dual's relation search (R_DR, eq. 14) cannot reach them. The speaker → word links
 # ('talks about', 70% of LiHua's relations) keep theirs: without, dual lost 0.015 on LiHua.
-UNEMBEDDED_KEYWORDS = frozenset({"co-occur"})
+# Schema 4 also keeps the fast extractor's speaker → name links ('mentions') without a vector:
+# removing them outright cost no method on LiHua (graph_ablation_lihua.json: every method
+# equal or better), so dual's relation search does not need them.
+UNEMBEDDED_KEYWORDS = frozenset({"co-occur", "mentions"})
+NODE_DESCRIPTION_CHARS = 400
+
+
+def join_texts(texts: Iterable[str], limit: int, separator: str = "; ") -> str:
+    """Distinct non-empty texts, most frequent first (ties alphabetical), within a length limit."""
+    counts = Counter(t for t in texts if t)
+    out = ""
+    for text, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        candidate = f"{out}{separator}{text}" if out else text
+        if len(candidate) > limit:
+            break
+        out = candidate
+    return out
 
 
 def embedded(keywords: str) -> bool:

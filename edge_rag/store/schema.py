@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 VECTOR_KINDS = ("chunk", "entity", "relation")
 
 # Mentions (per chunk, as extracted) are the source of truth of the graph; entity_keys (one row
@@ -18,6 +18,11 @@ VECTOR_KINDS = ("chunk", "entity", "relation")
 # Version 3 also stores a mention's description that is a span of its chunk's text (nearly all
 # of the fast extractor's: lines and snippets) as that span: ``at`` (0-based character offset)
 # and ``len`` with an empty ``description``; MENTION_DESCRIPTION reads either form back.
+# Version 4 stores no node description (``entities.description`` stays empty and export derives
+# it from the mentions), keeps the fast extractor's 'mentions' relations without a vector, and
+# indexes relation endpoints without the kind (``relations_from``/``relations_to``: the kind
+# text repeated in both indexes was 3 MB of 2Wiki's 134k relations); RELATION_INDEXES_V3 are
+# the version 3 indexes a migration drops.
 MENTION_DESCRIPTION = ("CASE WHEN m.at IS NULL THEN m.description "
                        "ELSE substr((SELECT text FROM chunks WHERE id = m.chunk_id), m.at + 1, m.len) END")
 SPAN_COLUMNS = ("at", "len")
@@ -77,8 +82,8 @@ CREATE TABLE IF NOT EXISTS relations (
     vector BLOB,
     CHECK ((kind = 'structural' AND weight IS NOT NULL) OR (kind = 'similar' AND score IS NOT NULL))
 );
-CREATE INDEX IF NOT EXISTS relations_source ON relations(source_id, kind);
-CREATE INDEX IF NOT EXISTS relations_target ON relations(target_id, kind);
+CREATE INDEX IF NOT EXISTS relations_from ON relations(source_id);
+CREATE INDEX IF NOT EXISTS relations_to ON relations(target_id);
 CREATE TABLE IF NOT EXISTS chunk_entities (
     chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
     entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
@@ -137,3 +142,4 @@ CREATE TABLE IF NOT EXISTS vector_files (
 """
 
 GRAPH_TABLES_V1 = ("relation_chunks", "chunk_entities", "relations", "entities")
+RELATION_INDEXES_V3 = ("relations_source", "relations_target")

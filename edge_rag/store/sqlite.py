@@ -16,9 +16,17 @@ import sqlite_utils
 
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
-from .codec import decode_rows, encode_rows, from_version_2
+from .codec import code_rows, decode_rows, encode_rows, from_version_2
 from .graph_tables import GraphTables, embedded, inserted_id, marks, parts
-from .schema import DDL, GRAPH_TABLES_V1, MENTION_TABLES, SCHEMA_VERSION, SPAN_COLUMNS, VECTOR_KINDS
+from .schema import (
+    DDL,
+    GRAPH_TABLES_V1,
+    MENTION_TABLES,
+    RELATION_INDEXES_V3,
+    SCHEMA_VERSION,
+    SPAN_COLUMNS,
+    VECTOR_KINDS,
+)
 from .walk import WalkTables
 
 DB_FILE = "index.sqlite"
@@ -138,11 +146,8 @@ class GraphStore:
             self._create_schema()
             return
         version = self.manifest().get("schema_version")
-        if version == "1":
-            self._migrate_from_v1()
-            version = "2"
-        if version == "2":
-            self._migrate_from_v2()
+        if version in ("1", "2", "3"):
+            self._migrate(version)
             return
         if version != str(SCHEMA_VERSION):
             raise SchemaMismatch(
@@ -163,21 +168,39 @@ class GraphStore:
             self._run_ddl()
             self._set_manifest({"schema_version": "2"})
 
+    def _migrate(self, version: str) -> None:
+        # Each step runs in one transaction (a killed migration leaves the file at the version
+        # the last finished step wrote); the freed pages are returned to the disk at the end.
+        if version == "1":
+            self._migrate_from_v1()
+        if version in ("1", "2"):
+            self._migrate_from_v2()
+        self._migrate_from_v3(version)
+        self.compact()
+
     def _migrate_from_v2(self) -> None:
-        # Version 2 kept f16 blobs: each is re-encoded to i8 codes in one transaction (a killed
-        # migration leaves the version 2 file as it was), the vector files are marked stale so
-        # they are rebuilt from the new codes, and the freed pages are returned to the disk.
-        # Descriptions take the version 3 forms too (mention spans; none on entity names and on
-        # relations kept without a vector), so a migrated index reads like a rebuilt one.
+        # Version 2 kept f16 blobs: each is re-encoded to i8 codes, the vector files are marked
+        # stale so they are rebuilt from the new codes. Descriptions take the version 3 forms
+        # too (mention spans; none on entity names), so a migrated index reads like a rebuilt one.
         with self.write():
             self._mention_spans()
             self.conn.execute("UPDATE entity_keys SET description = ''")
-            self._unembed_relations()
             for kind, table in VECTOR_TABLES.items():
                 self._reencode_f16(table)
                 self.bump_generation(kind)
-            self._set_manifest({"schema_version": str(SCHEMA_VERSION), "migrated_from": "2"})
-        self.compact()
+            self._set_manifest({"schema_version": "3"})
+
+    def _migrate_from_v3(self, original: str) -> None:
+        # Version 4: no stored node descriptions, relation vectors only where ``embedded`` says
+        # (co-occur and mentions links lose theirs), endpoint indexes without the kind.
+        with self.write():
+            self.conn.execute("UPDATE entities SET description = ''")
+            self._unembed_relations()
+            self.bump_generation("relation")
+            for name in RELATION_INDEXES_V3:
+                self.conn.execute(f"DROP INDEX IF EXISTS {name}")
+            self._run_ddl()
+            self._set_manifest({"schema_version": str(SCHEMA_VERSION), "migrated_from": original})
 
     def _mention_spans(self) -> None:
         for table in MENTION_TABLES:
@@ -313,6 +336,13 @@ class GraphStore:
         while rows := cursor.fetchmany(batch):
             ids = np.array([r[0] for r in rows], dtype=np.uint64)
             yield ids, decode_rows(r[1] for r in rows)
+
+    def iter_codes(self, kind: str, batch: int = 8192) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(ids, i8 code matrix) of every stored vector of a kind, in batches, as stored."""
+        table = VECTOR_TABLES[kind]
+        cursor = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL")
+        while rows := cursor.fetchmany(batch):
+            yield np.array([r[0] for r in rows], dtype=np.uint64), code_rows(r[1] for r in rows)
 
     def vectors_by_id(self, kind: str, ids: Sequence[int]) -> Iterator[tuple[list[int], np.ndarray]]:
         """(ids, unit vectors) of the rows of a kind among ``ids`` that have a vector, in batches."""

@@ -1,4 +1,17 @@
-"""USearch vector files kept in step with SQLite: verified at open, rebuilt when stale."""
+"""Vector search over SQLite's codes: exact in memory for small kinds, an HNSW file for large ones.
+
+SQLite's 8-bit codes are the one durable copy of every vector. A kind (chunks, entity names,
+relations) with fewer than ``vector_file_min`` vectors is searched exactly: its codes are read
+from SQLite into one matrix when the index is opened and compared with USearch's brute-force
+kernel, and no vector file exists. A larger kind also keeps a ``.usearch`` HNSW file, a cache
+of the same codes that is verified at open and rebuilt from SQLite when stale.
+
+Interpretation: the paper retrieves by vector similarity without naming an index structure.
+Exact search returns the true nearest neighbours (HNSW approximates them), and at edge sizes
+(LiHua-World 2.5k chunks, 2WikiMultihopQA 45k entity names) it costs milliseconds, while an
+HNSW file repeats every vector next to its graph links (measured in
+``benchmarks/results/vector_store.json``).
+"""
 
 from __future__ import annotations
 
@@ -7,72 +20,189 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from usearch.index import Index
+from usearch.index import Index, MetricKind
+from usearch.index import search as exact_search
 
 from ..errors import IndexCorrupt
-from .codec import for_search
+from .codec import for_search, search_form
 from .sqlite import GraphStore, VectorState
 
 VECTOR_FILES = {"chunk": "chunks.usearch", "entity": "entities.usearch", "relation": "relations.usearch"}
 
 
-class VectorIndex:
-    """Approximate nearest-neighbour index of one kind of vector (chunk, entity, relation).
+class ExactVectors:
+    """Vectors of one kind held as one matrix in memory and searched exactly (brute force).
 
-    SQLite is the source of truth. The ``.usearch`` file is trusted only when its size,
-    CRC-32 and vector count match what SQLite recorded at the last save for the current
-    generation; otherwise it is rebuilt from the vectors stored in SQLite.
+    Adds and removes are buffered and applied in one pass before the next search, so a build
+    that replaces names one at a time does not copy the matrix each time."""
+
+    def __init__(self, dim: int, keys: np.ndarray, rows: np.ndarray) -> None:
+        self.dim = dim
+        self.keys = keys
+        self.rows = rows
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._removed: set[int] = set()
+
+    @classmethod
+    def load(cls, store: GraphStore, kind: str, dim: int, dtype: str) -> ExactVectors:
+        """Every vector of a kind as SQLite holds it, in the search form of ``dtype``."""
+        parts = [(ids, search_form(rows, dtype)) for ids, rows in store.iter_codes(kind)]
+        empty = cls(dim, np.zeros(0, dtype=np.uint64), search_form(np.zeros((0, dim), np.int8), dtype))
+        empty._pending = parts
+        empty._merge()
+        return empty
+
+    def __len__(self) -> int:
+        self._merge()
+        return len(self.keys)
+
+    def add(self, keys: np.ndarray, rows: np.ndarray) -> None:
+        """Append rows under keys (the caller removes a key before adding it again)."""
+        self._pending.append((keys, rows))
+
+    def remove(self, keys: np.ndarray) -> None:
+        """Drop the rows of these keys (missing ones are ignored)."""
+        gone = np.asarray(keys, dtype=np.uint64)
+        self._pending = [(k[keep], r[keep]) for k, r in self._pending
+                         if (keep := ~np.isin(k, gone)).any()]
+        self._removed.update(int(k) for k in gone)
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, cosine similarities) of the k nearest rows of each query, best first: one
+        row per query for a matrix of queries, a flat pair for one vector."""
+        self._merge()
+        found = exact_search(self.rows, queries, min(k, len(self.keys)), MetricKind.Cos, exact=True)
+        return self.keys[np.asarray(found.keys)], 1.0 - np.asarray(found.distances, dtype=np.float32)
+
+    def to_hnsw(self, dtype: str) -> Index:
+        """An HNSW index holding these rows."""
+        self._merge()
+        index = Index(ndim=self.dim, metric="cos", dtype=dtype)
+        if len(self.keys):
+            index.add(self.keys, self.rows)
+        return index
+
+    def _merge(self) -> None:
+        # Removals apply to the rows merged before them; a key added since is kept.
+        if self._removed:
+            keep = ~np.isin(self.keys, np.fromiter(self._removed, dtype=np.uint64))
+            self.keys, self.rows, self._removed = self.keys[keep], self.rows[keep], set()
+        if self._pending:
+            self.keys = np.concatenate([self.keys, *(keys for keys, _ in self._pending)])
+            self.rows = np.concatenate([self.rows, *(rows for _, rows in self._pending)])
+            self._pending = []
+
+
+class VectorIndex:
+    """Nearest-neighbour search over one kind of vector (chunk, entity, relation).
+
+    SQLite's codes are the only durable copy. Below ``file_min`` vectors the kind is searched
+    exactly from a matrix read out of SQLite, and no file is kept (a leftover one is removed at
+    the next save). From ``file_min`` on, a ``.usearch`` HNSW file caches the codes; it is
+    trusted only when its size, CRC-32 and vector count match what SQLite recorded at the last
+    save for the current generation, and is otherwise rebuilt from SQLite.
     """
 
-    def __init__(self, directory: Path, kind: str, dim: int, dtype: str, store: GraphStore) -> None:
+    def __init__(self, directory: Path, kind: str, dim: int, dtype: str, store: GraphStore,
+                 file_min: int = 0) -> None:
         self.path = directory / VECTOR_FILES[kind]
         self.kind = kind
         self.dim = dim
         self.dtype = dtype
         self.store = store
+        self.file_min = file_min
         self.index: Index | None = None
+        self.exact: ExactVectors | None = None
         self.generation: int | None = None
         self.rebuilt = False
         self.viewed = False
 
     def open(self, writable: bool = False) -> VectorIndex:
-        """Load the file (memory-mapped unless writable), rebuilding it when it is stale."""
+        """Load the vectors: the HNSW file (memory-mapped unless writable) when it is current,
+        else SQLite's codes, searched exactly or rebuilt into an HNSW index by size."""
         state = self.store.vector_state(self.kind)
         self.generation = state["generation"]
-        if self._file_is_current(state):
+        if (state["saved_count"] or 0) >= self.file_min and self._file_is_current(state):
             loaded = Index.restore(str(self.path), view=not writable)
             if loaded is not None and len(loaded) == state["saved_count"]:
-                self.index, self.rebuilt, self.viewed = loaded, False, not writable
+                self.index, self.exact, self.rebuilt, self.viewed = loaded, None, False, not writable
                 return self
-        self.index, self.rebuilt, self.viewed = self._rebuild(), True, False
+        exact = ExactVectors.load(self.store, self.kind, self.dim, self.dtype)
+        if len(exact) >= self.file_min:
+            self.index, self.exact, self.rebuilt, self.viewed = exact.to_hnsw(self.dtype), None, True, False
+        else:  # a file left from a larger past (or an older edge-rag) is removed at the next save
+            self.index, self.exact, self.rebuilt, self.viewed = None, exact, self.path.exists(), False
         return self
+
+    @property
+    def has_file(self) -> bool:
+        """True when this kind is searched through an HNSW file rather than exactly."""
+        return self.exact is None
 
     def is_stale(self) -> bool:
         """True when SQLite has moved on since this index was loaded."""
         return self.store.vector_state(self.kind)["generation"] != self.generation
 
     def __len__(self) -> int:
+        if self.exact is not None:
+            return len(self.exact)
         return len(self.index) if self.index is not None else 0
 
     def add(self, keys: list[int], vectors: np.ndarray) -> None:
         """Add vectors under integer keys (the SQLite row ids)."""
-        if keys:
-            self._writable().add(np.asarray(keys, dtype=np.uint64), for_search(vectors, self.dtype))
+        if not keys:
+            return
+        ids, rows = np.asarray(keys, dtype=np.uint64), for_search(vectors, self.dtype)
+        if self.exact is not None:
+            self.exact.add(ids, rows)
+        else:
+            self._writable().add(ids, rows)
 
     def remove(self, keys: list[int]) -> None:
         """Remove keys (missing ones are ignored)."""
-        if keys:
+        if not keys:
+            return
+        if self.exact is not None:
+            self.exact.remove(np.asarray(keys, dtype=np.uint64))
+        else:
             self._writable().remove(np.asarray(keys, dtype=np.uint64))
 
     def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(keys, cosine similarities) of the k nearest vectors, best first."""
-        if self.index is None or len(self.index) == 0:
+        if len(self) == 0:
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32)
+        if self.exact is not None:
+            return self.exact.search(for_search(vector, self.dtype), k)
+        assert self.index is not None
         matches = self.index.search(for_search(vector, self.dtype), min(k, len(self.index)))
         return np.asarray(matches.keys), 1.0 - np.asarray(matches.distances, dtype=np.float32)
 
+    def search_many(self, vectors: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``search`` for each row of a matrix, in one call."""
+        if len(self) == 0 or len(vectors) == 0:
+            return [(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32)) for _ in vectors]
+        if len(vectors) == 1:  # USearch answers a batch of one as a single search
+            return [self.search(vectors[0], k)]
+        if self.exact is not None:
+            keys, sims = self.exact.search(for_search(vectors, self.dtype), k)
+            return list(zip(keys, sims))
+        assert self.index is not None
+        found = self.index.search(for_search(vectors, self.dtype), min(k, len(self.index)))
+        counts = np.asarray(found.counts)  # type: ignore[union-attr]  # a batch (len > 1)
+        return [(np.asarray(found.keys[i][: counts[i]]),
+                 1.0 - np.asarray(found.distances[i][: counts[i]], dtype=np.float32))
+                for i in range(len(vectors))]
+
     def save(self, generation: int) -> None:
-        """Atomically write the file and record it as holding ``generation``."""
+        """Record that this index holds ``generation``: below ``file_min`` vectors there is
+        nothing to write (a leftover file is removed); otherwise the HNSW file is written
+        atomically and its size, CRC-32 and count recorded in SQLite."""
+        if self.exact is not None and len(self.exact) < self.file_min:
+            self.path.unlink(missing_ok=True)
+            self.generation = generation
+            return
+        if self.exact is not None:  # grown past file_min: from now on an HNSW file
+            self.index, self.exact, self.viewed = self.exact.to_hnsw(self.dtype), None, False
         index = self._writable()
         tmp = self.path.with_suffix(".usearch.tmp")
         index.save(str(tmp))
@@ -85,9 +215,10 @@ class VectorIndex:
         self.generation = generation
 
     def compact(self) -> None:
-        """Rewrite the file from SQLite's codes: the slots of removed vectors are dropped."""
+        """Reload from SQLite's codes and save: removed vectors leave no slots behind."""
         generation = int(self.store.vector_state(self.kind)["generation"])
-        self.index, self.viewed, self.rebuilt = self._rebuild(), False, True
+        exact = ExactVectors.load(self.store, self.kind, self.dim, self.dtype)
+        self.index, self.exact, self.viewed, self.rebuilt = None, exact, False, True
         self.save(generation)
 
     def _file_is_current(self, state: VectorState) -> bool:
@@ -96,12 +227,6 @@ class VectorIndex:
         if self.path.stat().st_size != state["saved_bytes"]:
             return False
         return _crc32(self.path) == state["saved_crc32"]
-
-    def _rebuild(self) -> Index:
-        index = self._empty()
-        for ids, vectors in self.store.iter_vectors(self.kind):
-            index.add(ids, for_search(vectors, self.dtype))
-        return index
 
     def _empty(self) -> Index:
         return Index(ndim=self.dim, metric="cos", dtype=self.dtype)

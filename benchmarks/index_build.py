@@ -1,0 +1,64 @@
+"""Build one data set's benchmark index in a process that does nothing else: time, CPU, peak RSS.
+
+    python -m benchmarks.index_build --dataset 2wiki            # builds benchmarks/.indexes/2wiki
+    python -m benchmarks.index_build --dataset lihua --rebuild  # delete and build again
+
+The process indexes every document of the data set (the fast extractor by default) and then
+exits, so its peak RSS is the build's alone (the retrieval benchmark builds and evaluates in
+one process). Wall time, CPU time (user + system; above the wall time when more than one core
+worked) and the machine's load average before and after (the cores may be shared) are recorded
+with the index's bytes in ``index_build_<dataset>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import time
+
+from .common import peak_rss_mb, write_result
+from .datasets import DATASETS, open_index
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the index and write the record."""
+    args = _parser().parse_args(argv)
+    dataset = DATASETS[args.dataset]
+    if args.rebuild:
+        shutil.rmtree(dataset.index, ignore_errors=True)
+    load_before = os.getloadavg()
+    start, cpu = time.perf_counter(), _cpu_seconds()
+    with open_index(dataset, progress=not args.quiet) as rag:
+        stats = rag.stats()
+    seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
+    result = {"dataset": args.dataset, "documents": stats.documents, "chunks": stats.chunks,
+              "entities": stats.entities, "relations": stats.relations,
+              "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1),
+              "cores_used": round(cpu / seconds, 2), "peak_rss_mb": round(peak_rss_mb(), 1),
+              "load_before": [round(x, 2) for x in load_before],
+              "load_after": [round(x, 2) for x in os.getloadavg()],
+              "index_bytes": stats.total_bytes, "files": stats.files, "tables": stats.tables}
+    print(f"{args.dataset}: {stats.documents} documents, {stats.chunks} chunks in {seconds:,.0f} s "
+          f"({cpu:,.0f} s CPU, {result['cores_used']} cores), peak RSS {result['peak_rss_mb']} MiB, "
+          f"{stats.total_bytes / 2**20:.1f} MiB; load {result['load_before']} -> {result['load_after']}")
+    print(f"wrote {write_result(f'index_build_{args.dataset}', result)}")
+    return 0
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", default="2wiki", choices=sorted(DATASETS))
+    parser.add_argument("--rebuild", action="store_true", help="delete the index first")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    return parser
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
