@@ -221,6 +221,9 @@ def _stage_summary(rows: list[dict]) -> dict:
             "abstention_recall": round(right / len(nulls), 4) if nulls else None,
             "false_abstention": round((len(abstained) - right) / answerable, 4) if answerable else None,
             "only_citations": sum(bool(ONLY_CITATIONS.match(r["answer"])) for r in rows),
+            # Right only thanks to the source words quoted after a short answer (" — \"...\"").
+            "right_by_quote": sum(r["correct"] and QUOTE_MARK in r["answer"] and not is_correct(
+                r["answer"].split(QUOTE_MARK)[0], r["gold"], r["type"]) for r in rows),
             "prompt_tokens": percentiles(prompts, 0) if prompts else None,
             "prefill_ms": percentiles([r["prefill_ms"] for r in rows]),
             "forms": {f: sum(r.get("form") == f for r in rows)
@@ -228,6 +231,7 @@ def _stage_summary(rows: list[dict]) -> dict:
 
 
 ONLY_CITATIONS = re.compile(r"^[\s\[\]\d,.;:-]*$")
+QUOTE_MARK = ' — "'
 
 
 def _load_cache(path: Path) -> dict:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from rapidfuzz import fuzz
 
 from . import prompts
 from .abstain import unsupported
@@ -28,6 +29,7 @@ CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
 ONLY_CITATIONS = re.compile(r"^[\s\[\]\d,.;:-]*$")
 
 CHAT_OVERHEAD_TOKENS = 32
+DATED_DOCS = 3
 
 
 @dataclass
@@ -133,10 +135,12 @@ def _short(source: str) -> str:
 
 @dataclass
 class Evidence:
-    """What the focused stage reads besides the SLM: the embedder and the stored documents."""
+    """What the focused stage reads besides the SLM: the embedder, the stored documents and
+    (optionally) the ids of the documents dated on given (month, day) pairs."""
 
     embed: Callable[[list[str]], np.ndarray]
     document: Callable[[str], list[str]]
+    dated: Callable[[set[tuple[int, int]]], list[RetrievedChunk]] | None = None
 
 
 @dataclass
@@ -185,7 +189,7 @@ class FocusedAnswerer:
     def prepare(self, question: str, retrieval: Retrieval) -> Prepared:
         """Choose the evidence, build the prompt, decide whether to abstain."""
         start = time.perf_counter()
-        docs = self._documents(retrieval.chunks)
+        docs = self._documents(self._dated(question, retrieval.chunks) + retrieval.chunks)
         focus = choose(question, docs, self.evidence.embed, self._cut, self.context_tokens,
                        answer_span(question))
         best = [line.text for line in sorted(focus.lines, key=lambda line: -line.score)]
@@ -243,6 +247,16 @@ class FocusedAnswerer:
         return [split_document(c, self.evidence.document(d) or [c.text], hits[d])
                 for d, c in first.items()]
 
+    def _dated(self, question: str, chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
+        # A question that names a date ("... on 20260430?") is about the conversations of that
+        # day: the store knows each document's date, so those documents are looked up directly
+        # (first, up to DATED_DOCS) instead of hoping retrieval ranked them high.
+        wanted = dates_in(question)
+        if not wanted or self.evidence.dated is None:
+            return []
+        have = {c.doc_id for c in chunks}
+        return [c for c in self.evidence.dated(wanted) if c.doc_id not in have][:DATED_DOCS]
+
     def _abstain(self, question: str, docs: list[SourceDoc], prepared: Prepared) -> str:
         """Why to answer "Insufficient information." (empty: answer).
 
@@ -299,7 +313,8 @@ class FocusedAnswerer:
             text = best.text
         if not CITATION.search(text):
             text = f"{text.rstrip()} [{self._source_of(text, prepared.focus)}]"
-        return text
+        quoted = quote(text, prepared.focus) if prepared.form.kind not in ("yesno", "choice") else ""
+        return f'{text} — "{quoted}"' if quoted else text
 
     def _source_of(self, text: str, focus: Focus) -> int:
         # The source whose lines share the most words with the answer (ties: the first).
@@ -316,6 +331,42 @@ class FocusedAnswerer:
         if len(encoding.ids) <= tokens:
             return text, len(encoding.ids)
         return text[: encoding.offsets[tokens - 1][1]] + "…", tokens + 1
+
+
+QUOTE_MATCH = 90
+QUOTE_CONTEXT_WORDS = 10
+SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def quote(answer: str, focus: Focus) -> str:
+    """The words of the evidence around a short answer copied from it, or "" if none.
+
+    A 0.5B model copies a span but often cuts it short ("Removable hooks" where the message says
+    "Just use removable hooks"; "3pm" for "from 2pm to 3pm"): the sentence it copied from (at most
+    ``QUOTE_CONTEXT_WORDS`` words either side of the span) is shown after the answer, so the
+    reader sees the answer in its source's own words.
+    """
+    core = CITATION.sub("", answer).strip().rstrip(".!")
+    if len(core) < 3 or len(core.split()) > 12:
+        return ""
+    best, score = None, 0.0
+    for doc, lines in focus.sources:
+        for line in lines:
+            body = line.text.split(": ", 1)[1] if doc.chat and ": " in line.text else line.text
+            for sentence in SENTENCE.split(body):
+                found = fuzz.partial_ratio_alignment(core.lower(), sentence.lower())
+                if found is not None and found.score > score:
+                    best, score = (sentence, found), found.score
+    if best is None or score < QUOTE_MATCH:
+        return ""
+    sentence, found = best
+    spans = [m.span() for m in re.finditer(r"\S+", sentence)]
+    first = [i for i, (_, end) in enumerate(spans) if end > found.dest_start][0]
+    last = [i for i, (start, _) in enumerate(spans) if start < found.dest_end][-1]
+    start = spans[max(0, first - QUOTE_CONTEXT_WORDS)][0]
+    end = spans[min(len(spans) - 1, last + QUOTE_CONTEXT_WORDS)][1]
+    text = sentence[start:end].strip()
+    return text if len(text) > len(core) + 3 else ""
 
 
 def _details(prepared: Prepared) -> dict[str, Any]:
@@ -343,6 +394,19 @@ def dates_in(text: str) -> set[tuple[int, int]]:
         found.add((MONTH_NAMES.index(month.lower()) + 1, int(day)))
     found |= {(0, int(d)) for d in ORDINAL_DAY.findall(text)}
     return {(m, d) for m, d in found if 0 <= m <= 12 and 1 <= d <= 31}
+
+
+def document_days(source: str, first_line: str) -> set[tuple[int, int]]:
+    """The (month, day) a document is from: a 20260403 stamp in its chat header ("Time:
+    20260403_08:00") or in its file name; empty for undated documents."""
+    header = first_line if first_line.lstrip().startswith("Time:") else ""
+    found = STAMP_DATE.findall(header) or STAMP_DATE.findall(source.rsplit("/", 1)[-1])
+    return {(int(m), int(d)) for m, d in found if 1 <= int(m) <= 12 and 1 <= int(d) <= 31}
+
+
+def on_days(wanted: set[tuple[int, int]], days: set[tuple[int, int]]) -> bool:
+    """Whether a document of ``days`` is from one of the ``wanted`` dates (month 0: any month)."""
+    return any((m, d) in days or (m == 0 and d in {day for _, day in days}) for m, d in wanted)
 
 
 def missing_date(question: str, docs: list[SourceDoc]) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, overload
 
-from .answer import Answer, Answerer, AnswerStream, Evidence, FocusedAnswerer
+from .answer import Answer, Answerer, AnswerStream, Evidence, FocusedAnswerer, document_days, on_days
 from .budget import MemoryEstimate, estimate_memory, fit_to_budget
 from .config import Settings
 from .errors import BadDocument, ModelNotFound
@@ -22,7 +22,7 @@ from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, make_planner, run_planner
-from .retrieve import IndexView, Retrieval, WalkGraph, make_retriever
+from .retrieve import IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
 from .retrieve.ppr import names_a_seed
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 from .store.schema import VECTOR_KINDS
@@ -84,6 +84,7 @@ class EdgeRAG:
         self._slm: SLM | None = None
         self._readers: dict[str, VectorIndex] = {}
         self._names: tuple[tuple[int, int], NameMatcher] | None = None
+        self._days: tuple[tuple[int, int], list[tuple[set, RetrievedChunk]]] | None = None
         self._walk: tuple[tuple[int, int], WalkGraph] | None = None
         self._planner: Planner | None = None
 
@@ -230,13 +231,28 @@ class EdgeRAG:
         settings = self.settings
         if settings.answer_stage == "plain":
             return Answerer(self.slm, settings.context_token_budget, settings.answer_max_tokens)
-        evidence = Evidence(self.embedder.embed, self._document_texts)
+        evidence = Evidence(self.embedder.embed, self._document_texts, self._dated_chunks)
         return FocusedAnswerer(self.slm, evidence, settings.focus_tokens,
                                settings.focus_max_new_tokens, settings.abstain_threshold,
                                settings.no_threshold, settings.abstain_terms)
 
     def _document_texts(self, doc_id: str) -> list[str]:
         return [chunk.text for chunk in self.store.document_chunks(doc_id)]
+
+    def _dated_chunks(self, wanted: set[tuple[int, int]]) -> list[RetrievedChunk]:
+        # The first chunk of each document dated on a wanted (month, day), oldest first; the
+        # documents' dates are read once per index version.
+        version = self.store.data_version()
+        if self._days is None or self._days[0] != version:
+            dated = []
+            for doc in self.store.documents():
+                first = self.store.document_chunks(doc.id)[:1]
+                days = document_days(doc.source, first[0].text.split("\n", 1)[0] if first else "")
+                if days and first:
+                    dated.append((days, RetrievedChunk(first[0].id, doc.id, doc.source,
+                                                       first[0].text, 0.0)))
+            self._days = (version, dated)
+        return [chunk for days, chunk in self._days[1] if on_days(wanted, days)]
 
     @property
     def slm(self) -> SLM:

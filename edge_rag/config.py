@@ -39,7 +39,7 @@ class Settings:
     context_token_budget: int = 1024
     answer_max_tokens: int = 96
     answer_stage: str = "focused"
-    focus_tokens: int = 240
+    focus_tokens: int = 220
     focus_max_new_tokens: int = 32
     abstain_threshold: float = 1.0
     abstain_terms: int = 4

@@ -107,3 +107,10 @@ def test_a_question_whose_terms_the_evidence_lacks_is_abstained_on_without_the_m
     assert answer.text == "Insufficient information."
     assert answer.details["abstain"] == "terms not in sources"
     assert len(answer.details["unsupported"]) >= 4 and "prefill" not in answer.timings
+
+
+def test_a_date_the_question_names_brings_that_days_conversations(lihua_index, slm):
+    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, focus_max_new_tokens=8) as rag:
+        answer = rag.ask("What did Li Hua talk about on 20260113?", top_k=1)
+    assert any("20260113" in source.source for source in answer.sources)
+    assert answer.details["abstain"] != "date not in sources"

@@ -85,3 +85,23 @@ def test_abstention_counts_the_question_terms_no_evidence_word_matches():
     assert unsupported("What cardio does Jennifer suggest on 20260105?", evidence) == ["suggest"]
     assert unsupported("What protein powder did Jennifer buy in December?", evidence) == [
         "protein", "powder", "buy", "december"]
+
+
+def test_documents_are_dated_by_their_chat_header_or_file_name():
+    from edge_rag.answer import document_days, on_days
+    assert document_days("chats/a.txt", "Time: 20260403_08:00") == {(4, 3)}
+    assert document_days("week1/20260106_1500.txt", "Hello") == {(1, 6)}
+    assert document_days("notes.txt", "Blind Shaft") == set()
+    assert on_days({(4, 3)}, {(4, 3)}) and on_days({(0, 3)}, {(4, 3)}) and not on_days({(4, 4)}, {(4, 3)})
+
+
+def test_a_short_answer_is_followed_by_the_source_words_around_it():
+    from edge_rag.answer import quote
+    from edge_rag.focus import Focus, Line
+    doc = split_document(CHUNK, ["Time: 20260105_14:00\nAdamSmith: Hi! There will be a power outage "
+                                 "tomorrow from 2pm to 3pm. Sorry!\nLiHua: Just use removable hooks."])
+    focus = Focus([(doc, [Line(0, i, text) for i, text in enumerate(doc.lines)])])
+    assert quote("3pm [1]", focus) == "There will be a power outage tomorrow from 2pm to 3pm."
+    assert quote("Removable hooks [1]", focus) == "Just use removable hooks."
+    assert quote("Just use removable hooks. [1]", focus) == ""  # nothing to add
+    assert quote("A zebra [1]", focus) == ""  # not copied from the sources
