@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from edge_rag_export import already_exported
 from edge_rag_export.gqa import EXPORTER_VERSION
+from edge_rag_export.gqa_graph import fit_block
 from edge_rag_export.quantize import quantize
 from edge_rag_export.slm import CHECK_QUESTIONS, CHECKS, _same_answer
 from edge_rag_export.weights import read_hf_folder
@@ -78,6 +79,10 @@ def test_block_quantizer_round_trips_within_a_step(bits, symmetric):
     step = np.repeat(np.abs(codes.scales), 32, axis=1)
     assert codes.packed.shape == (48, 3, 32 * bits // 8)
     assert np.all(np.abs(codes.dequantize() - weight) <= step * (1.0 if symmetric else 0.5) + 1e-6)
+
+
+def test_block_size_falls_back_to_one_that_divides_the_input():
+    assert [fit_block(k, 128) for k in (896, 576, 1536, 48)] == [128, 64, 128, 16]
 
 
 def test_uncovered_architecture_is_refused_with_the_way_out(tmp_path):
