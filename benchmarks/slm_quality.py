@@ -23,7 +23,7 @@ from edge_rag.config import models_home
 from .common import ROOT, markdown_table, write_result
 
 TEXT = ROOT.parent / "shared" / "paper" / "rap-rag.txt"
-LIMITS = {"8": 3.0, "4": 8.0}  # by the variant's last character: int8, q8, q4, asym-q4 ...
+LIMITS = {"8": 3.0, "4": 8.0}  # by the variant's weight bits: int8, q8, q4, asym-q4, q4e8, q4b64 ...
 
 
 def fixed_text() -> str:
@@ -60,7 +60,8 @@ def evaluate(model: str, variant: str, tokens: int, reference: dict | None) -> d
         row["top1_agreement_pct"] = round(100 * float(np.mean(top == reference["_top"])), 1)
         row["same_answers"] = _same_answers(reference["_answers"], row["_answers"])
         row["identical_texts"] = sum(a == b for a, b in zip(reference["_answers"], row["_answers"]))
-        limit = LIMITS.get(variant[-1])
+        bits = re.search(r"(?:int|q)(\d+)", variant)
+        limit = LIMITS.get(bits.group(1)) if bits else None
         row["passes"] = bool(limit is None or (abs(row["ppl_change_pct"]) <= limit
                                                and row["same_answers"] >= 9))
     return row

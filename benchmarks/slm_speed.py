@@ -36,13 +36,13 @@ LLAMA_CPP = {  # ../shared/MODELS.md, same machine kind, ~300-token prompt, 2 th
 }
 
 
-def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int) -> dict:
+def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int, threads: int = 0) -> dict:
     """Run inside a child process: load the model, prefill a long prompt, decode greedily."""
     from edge_rag.models.slm import SLM, GenerationConfig
 
     folder = models_home() / "models" / f"{model}-{variant}"
     start = time.perf_counter()
-    slm = SLM.from_path(folder, threads=0)
+    slm = SLM.from_path(folder, threads=threads)
     load_s = time.perf_counter() - start
     prompt = slm.chat(_context(slm, prompt_tokens) + "\n\nSummarise the conversation.")
     slm.generate(slm.chat("Hi"), GenerationConfig(max_new_tokens=2))  # warm-up
@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
                                                 args.llama_node)))
             return 0
         run = {"pytorch": measure_pytorch, "llama.cpp": measure_llama_cpp}.get(variant)
-        rows = [run(model, n, args.new_tokens) if run else measure(model, variant, n, args.new_tokens)
+        rows = [run(model, n, args.new_tokens) if run
+                else measure(model, variant, n, args.new_tokens, args.threads)
                 for n in sorted(args.prompt_tokens)]
         print(json.dumps(rows))
         return 0
@@ -211,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _report(measured: list[dict], args: argparse.Namespace) -> None:
     """Medians over the repeats so far, MODELS.md's llama.cpp figures, the table and the JSON."""
-    rows = _medians(measured)
+    rows = _medians(measured, args.stat)
     for model in args.models:
         rows.append({"model": model, "variant": "llama.cpp (MODELS.md)", **LLAMA_CPP[model]})
     _add_ratios(rows)
@@ -220,8 +221,10 @@ def _report(measured: list[dict], args: argparse.Namespace) -> None:
     print(markdown_table(headers, [[r.get(h, "") for h in headers] for r in rows]))
     payload = {"prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
                "repeats": max(r["repeat"] for r in measured) + 1 if measured else 0,
-               "load_average": list(os.getloadavg()), "rows": rows, "runs": measured}
-    name = "slm_speed_p" + "_".join(str(n) for n in sorted(args.prompt_tokens))
+               "stat": args.stat, "threads": args.threads, "load_average": list(os.getloadavg()),
+               "rows": rows,
+               "runs": measured}
+    name = args.output or "slm_speed_p" + "_".join(str(n) for n in sorted(args.prompt_tokens))
     print(f"wrote {write_result(name, payload)}", flush=True)
 
 
@@ -241,8 +244,12 @@ def _available(model: str, variant: str, args: argparse.Namespace) -> bool:
     return True
 
 
-def _medians(measured: list[dict]) -> list[dict]:
-    """One row per (model, variant, prompt length): the median of every speed over the repeats."""
+def _medians(measured: list[dict], stat: str = "median") -> list[dict]:
+    """One row per (model, variant, prompt length): the median of every speed over the repeats.
+
+    ``stat="best"``: the fastest repeat instead (the least disturbed by other jobs on shared
+    cores; peak RSS stays the median).
+    """
     groups: dict[tuple, list[dict]] = {}
     for row in measured:
         groups.setdefault((row["model"], row["variant"], row["prompt_tokens"]), []).append(row)
@@ -251,7 +258,9 @@ def _medians(measured: list[dict]) -> list[dict]:
         row = {k: v for k, v in group[0].items() if k != "repeat"}
         for key in ("load_s", "prefill_tps", "decode_tps", "ttft_ms", "peak_rss_mb"):
             if key in row:
-                row[key] = round(statistics.median(r[key] for r in group), 2)
+                pick = {"prefill_tps": max, "decode_tps": max, "ttft_ms": min, "load_s": min}
+                choose = pick.get(key, statistics.median) if stat == "best" else statistics.median
+                row[key] = round(choose(r[key] for r in group), 2)
         row["repeats"] = len(group)
         rows.append(row)
     return rows
@@ -270,7 +279,7 @@ def _add_ratios(rows: list[dict]) -> None:
 def _child(model: str, variant: str, args: argparse.Namespace) -> dict:
     command = [sys.executable, "-m", "benchmarks.slm_speed", "--child", model, variant,
                "--prompt-tokens", *map(str, args.prompt_tokens), "--new-tokens", str(args.new_tokens),
-               "--llama-node", args.llama_node or ""]
+               "--llama-node", args.llama_node or "", "--threads", str(args.threads)]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     return json.loads(output.strip().splitlines()[-1])  # one row per prompt length
 
@@ -284,6 +293,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--prompt-tokens", type=int, nargs="+", default=[300, 1000])
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=1, help="interleaved repeats (medians)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="onnxruntime intra-op threads (default 0: one per core)")
+    parser.add_argument("--stat", choices=("median", "best"), default="median",
+                        help="per row: the median over the repeats, or the fastest repeat "
+                        "(cores shared with other jobs)")
+    parser.add_argument("--output", default="", help="results file name, no .json "
+                        "(default: slm_speed_pN_M)")
     parser.add_argument("--llama-node", default="",
                         help="folder whose node_modules holds node-llama-cpp (llama.cpp variant)")
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "VARIANT"), help=argparse.SUPPRESS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import os
 import sys
@@ -37,12 +38,30 @@ def require_export_extra(modules: tuple[str, ...] = ("torch", "transformers", "o
         raise MissingExtra(f"{what} needs {', '.join(missing)}: {hint}")
 
 
-def already_exported(folder: Path, name: str, force: bool) -> bool:
-    """True (and says so) when ``folder`` holds a finished export that ``--force`` does not redo."""
+def already_exported(folder: Path, name: str, force: bool, version: int | None = None) -> bool:
+    """True (and says so) when ``folder`` holds a finished export that ``--force`` does not redo.
+
+    With ``version`` (the exporter's), a folder written by an older exporter (its manifest's
+    ``exporter_version``, 1 when absent) is stale: False, so the caller writes it again.
+    """
     if force or not (folder / MANIFEST).is_file():
+        return False
+    written = exporter_version(folder)
+    if version is not None and written < version:
+        log(f"{name} at {folder} was written by exporter version {written}: exporting it again "
+            f"with version {version}")
         return False
     log(f"{name} already exported at {folder} (use --force to redo)")
     return True
+
+
+def exporter_version(folder: Path) -> int:
+    """The ``exporter_version`` in a model folder's manifest (1 when absent, 0 if unreadable)."""
+    try:
+        return int(json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+                   .get("exporter_version", 1))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0
 
 
 def set_verbose(verbose: bool) -> None:

@@ -60,7 +60,7 @@ if [ "$MODE" != "demo" ]; then
   "$VENV/bin/edge-rag" export slm "$SLM" --graph optimum
 else
   # The default SLM: the GQA graph, 4-bit weights, written from the GGUF with numpy only.
-  step "exporting the $SLM SLM as a GQA graph with 4-bit weights (skipped when already exported)"
+  step "exporting the $SLM SLM as a GQA graph with 4-bit weights (skipped when this exporter version wrote it)"
   "$VENV/bin/edge-rag" export slm "$SLM" --bits 4
 fi
 

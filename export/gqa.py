@@ -23,22 +23,36 @@ from .slm import CHATML_TEMPLATE, DEFAULT_SLM, PACKAGED, assemble_gguf, verify_a
 from .weights import Weights, read_gguf, read_hf_folder
 
 BITS = (4, 8)
+BLOCKS = (32, 64, 128)
+# Written to every manifest as "exporter_version"; bootstrap (``export slm`` without --force)
+# exports a folder again when it holds an older one, so a machine picks up graph changes.
+#   1 (no key): the first GQA graphs, a 4-bit LM head at accuracy level 4;
+#   2: a 4-bit LM head at accuracy level 1 (-64 MiB peak RSS for Qwen2.5-0.5B);
+#   3: Qwen2.5's 4-bit layer weights in blocks of 64 (PackagedSlm.block4: faster products).
+EXPORTER_VERSION = 3
 MAX_POSITIONS = 8192  # rotary table rows: the longest window a profile may ask for
 
 
 def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, bits: int = 4,
                force: bool = False, keep_fp32: bool = False, symmetric: bool = True,
-               embed_bits: int | None = None, verify: bool = True) -> Path:
+               embed_bits: int | None = None, verify: bool = True, block: int | None = None) -> Path:
     """Export ``source`` (packaged name, .gguf, HF folder) to ``home/models/NAME-q{bits}``.
 
-    With ``embed_bits`` other than ``bits`` the folder is ``NAME-q{bits}e{embed_bits}``.
+    With ``embed_bits`` other than ``bits`` the folder is ``NAME-q{bits}e{embed_bits}``; with
+    layer weight blocks (``block``) other than the default ``b{block}`` is appended. The
+    default is 32, or the packaged model's ``block4`` for 4-bit weights (Qwen2.5: 64).
     """
     if bits not in BITS:
         raise EdgeRagError(f"--bits must be one of {BITS}, not {bits}")
+    default = PACKAGED[source].block4 if source in PACKAGED and bits == 4 else 32
+    block = block or default
+    if block not in BLOCKS:
+        raise EdgeRagError(f"--block must be one of {BLOCKS}, not {block}")
     name = name or (source if source in PACKAGED else Path(source).stem.lower())
-    suffix = f"q{bits}" + (f"e{embed_bits}" if embed_bits and embed_bits != bits else "")
+    suffix = f"q{bits}" + (f"e{embed_bits}" if embed_bits and embed_bits != bits else "") \
+        + (f"b{block}" if block != default else "")
     dest = home / "models" / f"{name}-{suffix}"
-    if already_exported(dest, name, force):
+    if already_exported(dest, name, force, EXPORTER_VERSION):
         return dest
     require_export_extra(("numpy", "onnx", "gguf", "safetensors"),
                          "pip install 'edge-rag[gguf-export]'", "the GQA exporter")
@@ -60,8 +74,8 @@ def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, b
             _log("writing the fp32 reference graph ...")
             _write(weights, fp32_dir, 32, positions, name, True, None)
         _log(f"writing the {bits}-bit graph ({'symmetric' if symmetric else 'asymmetric'}, "
-             f"block 32, accuracy level 4, a 4-bit LM head 1) ...")
-        _write(weights, dest, bits, positions, name, symmetric, embed_bits)
+             f"block {block}, accuracy level 4, a 4-bit LM head 1) ...")
+        _write(weights, dest, bits, positions, name, symmetric, embed_bits, block)
         if verify:
             verify_against_fp32(fp32_dir, dest)
         if keep_fp32:
@@ -102,7 +116,7 @@ def _read(source: str, work: Path) -> Weights:
 
 
 def _write(weights: Weights, dest: Path, bits: int, positions: int, name: str, symmetric: bool,
-           embed_bits: int | None) -> None:
+           embed_bits: int | None, block: int = 32) -> None:
     from .gqa_graph import write_graph
 
     c = weights.config
@@ -114,14 +128,15 @@ def _write(weights: Weights, dest: Path, bits: int, positions: int, name: str, s
     tmp = dest.with_name(dest.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    write_graph(weights, tmp / "model.onnx", bits, positions, symmetric, embed_bits, progress=_log)
+    write_graph(weights, tmp / "model.onnx", bits, positions, symmetric, embed_bits, progress=_log,
+                block=block)
     (tmp / "tokenizer.json").write_text(weights.tokenizer_json, encoding="utf-8")
     (tmp / "chat_template.jinja").write_text(template, encoding="utf-8")
     quantization = "fp32" if bits == 32 else (
-        f"int{bits}-{'sym' if symmetric else 'asym'}-block32-matmulnbits"
+        f"int{bits}-{'sym' if symmetric else 'asym'}-block{block}-matmulnbits"
         f"{f'-embed{embed_bits}' if embed_bits and embed_bits != bits else ''}")
     manifest = {
-        "kind": "slm", "graph": "gqa", "name": dest.name,
+        "kind": "slm", "graph": "gqa", "exporter_version": EXPORTER_VERSION, "name": dest.name,
         "source": weights.origin, "architecture": c.architecture, "quantization": quantization,
         "sha256": file_sha256(tmp / "model.onnx"), "sha256_data": file_sha256(tmp / "model.onnx_data"),
         "chat_format": "chatml", "context_length": c.context_length, "max_positions": positions,

@@ -40,6 +40,14 @@ ACCURACY_LEVEL = 4  # int8 activations in MatMulNBits: the fast path on CPUs wit
 # 8-bit head stays at level 4: onnxruntime has no fast fp32-compute 8-bit kernel (SmolLM2's
 # decode ran 7x slower).
 HEAD_ACCURACY_LEVEL = 1
+EMBED_BLOCK = 32  # the embedding table and a tied LM head: one row per token, the finest blocks
+
+
+def fit_block(k: int, block: int) -> int:
+    """The largest block size, ``block`` halved until it divides the input size ``k``."""
+    while k % block and block > 16:
+        block //= 2
+    return block
 
 
 def _level(name: str, bits: int) -> int:
@@ -54,6 +62,7 @@ class GraphWriter:
                  embed_bits: int | None = None, progress: Callable[[str], None] = print) -> None:
         self.w, self.c = weights, weights.config
         self.bits, self.block, self.symmetric = bits, block, symmetric
+        self.embed_block = EMBED_BLOCK
         self.embed_bits = embed_bits or bits
         self.progress = progress
         self.nodes: list[onnx.NodeProto] = []
@@ -85,7 +94,7 @@ class GraphWriter:
             if bias is not None:
                 out = self.node("Add", [out, self.init(f"{name}.bias", bias)], name=name + "/bias")[0]
             return out
-        q = codes or quantize(weight, self.bits, self.block, self.symmetric)
+        q = codes or quantize(weight, self.bits, fit_block(k, self.block), self.symmetric)
         inputs = [x, self.init(f"{name}.qweight", q.packed), self.init(f"{name}.scales", q.scales),
                   self.init(f"{name}.zero_points", q.zero_points) if q.zero_points is not None else ""]
         if bias is not None:
@@ -124,7 +133,7 @@ class GraphWriter:
                                name="embed")[0]
             head_weight = table if c.tied else self.w.get("lm_head.weight")
             return hidden, lambda x: self.matmul(x, head_weight, "lm_head")
-        codes = quantize(table, self.embed_bits, self.block, self.symmetric)
+        codes = quantize(table, self.embed_bits, self.embed_block, self.symmetric)
         del table
         data = self.init("embed.qweight", codes.packed)  # shared with a tied LM head
         inputs = ["embed.qweight", "input_ids", self.init("embed.scales3", codes.scales[..., None])]
@@ -132,7 +141,7 @@ class GraphWriter:
             zero = _block_zero_points(codes)
             inputs.append(self.init("embed.zero_points3", zero))
         gathered = self.node("GatherBlockQuantized", inputs, name="embed", domain=MS, gather_axis=0,
-                             quantize_axis=2, block_size=self.block, bits=codes.bits)[0]
+                             quantize_axis=2, block_size=codes.block, bits=codes.bits)[0]
         hidden = self.node("Reshape", [gathered, self.init("embed.shape", np.array([0, 0, c.hidden],
                                                                                       np.int64))],
                            name="embed/reshape")[0]
@@ -229,9 +238,14 @@ def _block_zero_points(codes: Quantized) -> np.ndarray:
 
 
 def write_graph(weights: Weights, out: Path, bits: int, positions: int, symmetric: bool = True,
-                embed_bits: int | None = None, progress: Callable[[str], None] = print) -> Path:
-    """Write ``out`` (model.onnx + model.onnx_data) for ``weights`` at ``bits`` (4, 8 or 32)."""
-    writer = GraphWriter(weights, bits, symmetric=symmetric, embed_bits=embed_bits,
+                embed_bits: int | None = None, progress: Callable[[str], None] = print,
+                block: int = 32) -> Path:
+    """Write ``out`` (model.onnx + model.onnx_data) for ``weights`` at ``bits`` (4, 8 or 32).
+
+    ``block``: input features per scale in the layers' weights (halved where it does not divide
+    a weight's input size); the embedding table and a tied head keep blocks of 32.
+    """
+    writer = GraphWriter(weights, bits, block, symmetric=symmetric, embed_bits=embed_bits,
                          progress=progress)
     writer.rotary_caches(positions)
     model = writer.build()

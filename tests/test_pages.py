@@ -58,3 +58,22 @@ def test_released_pages_runs_the_body_and_missing_files_are_fine(tmp_path: Path)
     assert ran == [1]
     assert release_file_pages(tmp_path / "absent.onnx_data") == 0
     trim_heap()
+
+
+@linux
+def test_the_advice_keeps_memory_that_a_reused_address_now_holds() -> None:
+    # onnxruntime may unmap part of the file and the heap reuse the address before the advice
+    # lands: the advice must then leave the heap's bytes alone (MADV_DONTNEED would zero them).
+    import ctypes
+
+    from edge_rag.models import pages
+
+    if not pages._has_pageout():
+        pytest.skip("kernel without MADV_PAGEOUT: pages are released once, after loading")
+    heap = mmap.mmap(-1, 1 << 20)
+    heap[:] = b"\x07" * (1 << 20)
+    view = ctypes.c_char.from_buffer(heap)
+    assert pages._madvise()(ctypes.addressof(view), 1 << 20, pages.MADV_PAGEOUT) == 0
+    del view
+    assert heap[0] == heap[(1 << 20) - 1] == 7
+    heap.close()

@@ -6,12 +6,18 @@ every page that packing read stays resident in this process (and counts in its R
 the packed copy is what runs: measured for Qwen2.5-0.5B 4-bit, 60-90 MiB of the file during
 session creation and 59 MiB after it, on top of the packed weights.
 
-:func:`released_pages` runs a thread while a session is created that tells the kernel, every few
-milliseconds, that this process no longer needs those pages (``madvise(MADV_DONTNEED)``), and
-once more when the session is ready. The pages are clean copies of the file: a page that is
-read again (an embedding row, a scale) is faulted back in from the page cache, unchanged. A
-mapping region with any page the process has written to (``Anonymous`` above 0 in
-``/proc/self/smaps``) is left alone, since dropping it would lose the write.
+:func:`released_pages` runs a thread while a session is created that asks the kernel, every few
+milliseconds, to reclaim those pages (``madvise(MADV_PAGEOUT)``), and once more when the session
+is ready. The pages are clean copies of the file: a page that is read again (an embedding row,
+a scale) is faulted back in, unchanged. A mapping region with any page the process has written
+to (``Anonymous`` above 0 in ``/proc/self/smaps``) is left alone.
+
+Why ``MADV_PAGEOUT`` and not ``MADV_DONTNEED``: onnxruntime unmaps parts of the file while it
+packs weights, and the address range may be reused by the heap between the read of ``smaps``
+and the ``madvise`` call. ``MADV_DONTNEED`` on heap memory zeroes it (this corrupted the heap:
+``free(): invalid pointer``, intermittently, under load); ``MADV_PAGEOUT`` only reclaims what
+can be reclaimed, and anonymous memory without swap never is. On kernels without it (before
+5.4) the pages are released once, after the session is created, with ``MADV_DONTNEED``.
 
 :func:`trim_heap` hands the C heap's free memory back to the system (glibc ``malloc_trim``):
 loading a large tokenizer (Qwen2.5's 6 MB ``tokenizer.json``) leaves ~37 MiB free but resident
@@ -31,18 +37,24 @@ from functools import cache
 from pathlib import Path
 
 MADV_DONTNEED = 4
+MADV_PAGEOUT = 21
 SMAPS = Path("/proc/self/smaps")
 INTERVAL_S = 0.02
 
 
-def release_file_pages(path: Path) -> int:
-    """Drop this process's resident pages of ``path``'s clean mappings; the bytes advised."""
+def release_file_pages(path: Path, advice: int | None = None) -> int:
+    """Drop this process's resident pages of ``path``'s clean mappings; the bytes advised.
+
+    ``advice``: ``MADV_PAGEOUT`` where the kernel has it, else ``MADV_DONTNEED`` (only safe
+    while no other thread maps or unmaps memory).
+    """
     madvise = _madvise()
     if madvise is None or not SMAPS.exists():
         return 0
+    advice = advice or (MADV_PAGEOUT if _has_pageout() else MADV_DONTNEED)
     released = 0
     for start, end in _clean_regions(str(path.resolve())):
-        if madvise(start, end - start, MADV_DONTNEED) == 0:
+        if madvise(start, end - start, advice) == 0:
             released += end - start
     return released
 
@@ -53,11 +65,15 @@ def released_pages(path: Path, interval_s: float = INTERVAL_S) -> Iterator[None]
     if _madvise() is None or not path.is_file():
         yield
         return
+    if not _has_pageout():  # no race-free advice: release once, after the body
+        yield
+        release_file_pages(path, MADV_DONTNEED)
+        return
     done = threading.Event()
 
     def loop() -> None:
         while not done.wait(interval_s):
-            release_file_pages(path)
+            release_file_pages(path, MADV_PAGEOUT)
 
     worker = threading.Thread(target=loop, name="edge-rag-release-pages", daemon=True)
     worker.start()
@@ -66,7 +82,7 @@ def released_pages(path: Path, interval_s: float = INTERVAL_S) -> Iterator[None]
     finally:
         done.set()
         worker.join()
-        release_file_pages(path)
+        release_file_pages(path, MADV_PAGEOUT)
 
 
 def trim_heap() -> None:
@@ -100,6 +116,22 @@ def _libc() -> ctypes.CDLL | None:
         return ctypes.CDLL(None, use_errno=True)
     except OSError:
         return None
+
+
+@cache
+def _has_pageout() -> bool:
+    """Whether this kernel knows ``MADV_PAGEOUT`` (Linux 5.4+), tried on a page of our own."""
+    import mmap
+
+    madvise = _madvise()
+    if madvise is None:
+        return False
+    page = mmap.mmap(-1, mmap.PAGESIZE)
+    view = ctypes.c_char.from_buffer(page)
+    supported = madvise(ctypes.addressof(view), mmap.PAGESIZE, MADV_PAGEOUT) == 0
+    del view
+    page.close()
+    return supported
 
 
 @cache

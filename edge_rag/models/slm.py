@@ -221,6 +221,8 @@ class SLM:
 
     def _choose(self, logits: np.ndarray, row: _Row, step: int, config: GenerationConfig,
                 constraint: Constraint | TokenMask | None, rng: np.random.Generator) -> int:
+        if constraint is None and config.temperature <= 0:
+            return int(np.argmax(logits))  # greedy: no float64 copy of the vocabulary per step
         logits = logits.astype(np.float64)
         if isinstance(constraint, TokenMask):
             allowed = constraint.allowed(step, row.ids)
