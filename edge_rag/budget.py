@@ -20,8 +20,10 @@ The estimate adds up, in MiB:
   the folder times ``GQA_WEIGHTS_FACTOR`` (the repacked weights, the tokenizer and the session)
   plus, per window token, the KV bytes and ``GQA_ARENA_MB_PER_TOKEN``;
 - ``index``: the SQLite page cache and memory map (at most the database file) plus the USearch
-  files, which queries map and touch. The graph retrievers' transient working set is not a term
-  of its own (dual on 2WikiMultihopQA: +165 MiB over vector, next to 162 MiB of USearch files).
+  files, which queries map and touch, and the codes of every kind searched exactly (no file:
+  fewer than ``vector_file_min`` vectors), which are read into memory. The graph retrievers'
+  transient working set is not a term of its own (dual on 2WikiMultihopQA: +165 MiB over
+  vector, next to 162 MiB of USearch files).
 
 For the optimum graphs the estimate is on the safe side for Qwen2.5-0.5B (1.45-1.70x the
 measured peak) but not for SmolLM2-135M with the graph retrievers (the Pi Zero profile measured
@@ -41,6 +43,7 @@ from pathlib import Path
 from .config import Settings
 from .errors import MemoryBudgetExceeded, ModelNotFound
 from .models.folder import ModelFolder
+from .store.vectors import in_memory_bytes
 
 MIB = 2**20
 RUNTIME_MB = 108.0
@@ -80,7 +83,7 @@ def estimate_memory(settings: Settings, index: Path | None = None, with_slm: boo
     parts = {"runtime": RUNTIME_MB,
              "embedder": _folder_mb(models / settings.embedder) + EMBEDDER_WORK_MB,
              "index": settings.sqlite_cache_mb + _mapped_sqlite_mb(settings, index)
-                      + (_usearch_mb(index) if index else 0.0)}
+                      + (_vectors_mb(index, settings.vector_dtype) if index else 0.0)}
     if with_slm:
         parts["slm"] = slm_mb(models / settings.slm, settings.slm_context_tokens)
     return MemoryEstimate({k: round(v, 1) for k, v in parts.items()}, float(settings.memory_budget_mb))
@@ -129,8 +132,12 @@ def _mapped_sqlite_mb(settings: Settings, index: Path | None) -> float:
     return min(float(settings.sqlite_mmap_mb), database.stat().st_size / MIB)
 
 
-def _usearch_mb(index: Path) -> float:
-    return sum(p.stat().st_size for p in index.glob("*.usearch")) / MIB if index.is_dir() else 0.0
+def _vectors_mb(index: Path, dtype: str) -> float:
+    """The HNSW files queries map, plus the codes exact search holds in memory."""
+    if not index.is_dir():
+        return 0.0
+    files = sum(p.stat().st_size for p in index.glob("*.usearch"))
+    return (files + in_memory_bytes(index, dtype)) / MIB
 
 
 def _manifest(folder: Path) -> dict:

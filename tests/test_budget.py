@@ -8,6 +8,7 @@ import pytest
 
 from edge_rag import EdgeRAG, MemoryBudgetExceeded, Settings
 from edge_rag.budget import ARENA_MB_PER_TOKEN, MIB, estimate_memory, slm_mb
+from edge_rag.store.vectors import in_memory_bytes
 
 from .conftest import SMALL_SLM
 
@@ -54,3 +55,14 @@ def test_cuda_profile_falls_back_to_the_cpu_where_onnxruntime_has_no_cuda(model_
     assert session_providers(settings) == expected
     embedder = Embedder.from_settings(settings, model_folder)
     assert embedder.session.get_providers()[0] == expected[0] and embedder.embed_one("hello").shape == (384,)
+
+
+def test_vectors_searched_in_memory_count_in_the_index_part(lihua_index: Path, settings: Settings) -> None:
+    with EdgeRAG.open(lihua_index, create=False) as rag:
+        chunks = rag.stats().chunks
+    in_memory = in_memory_bytes(lihua_index)  # no HNSW file below vector_file_min: all in memory
+    assert not list(lihua_index.glob("*.usearch")) and in_memory >= chunks * 384
+    mapped = min(settings.sqlite_mmap_mb, (lihua_index / "index.sqlite").stat().st_size / MIB)
+    expected = settings.sqlite_cache_mb + mapped + in_memory / MIB
+    index_mb = estimate_memory(settings, lihua_index, with_slm=False).parts["index"]
+    assert index_mb == pytest.approx(expected, abs=0.1)

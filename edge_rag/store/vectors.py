@@ -16,6 +16,7 @@ HNSW file repeats every vector next to its graph links (measured in
 from __future__ import annotations
 
 import os
+import sqlite3
 import zlib
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from usearch.index import search as exact_search
 
 from ..errors import IndexCorrupt
 from .codec import for_search, search_form
-from .sqlite import GraphStore, VectorState
+from .sqlite import DB_FILE, VECTOR_TABLES, GraphStore, VectorState
 
 VECTOR_FILES = {"chunk": "chunks.usearch", "entity": "entities.usearch", "relation": "relations.usearch"}
 
@@ -248,3 +249,25 @@ def _crc32(path: Path) -> int:
         for block in iter(lambda: handle.read(1 << 20), b""):
             crc = zlib.crc32(block, crc)
     return crc
+
+
+def in_memory_bytes(directory: Path, dtype: str = "i8") -> int:
+    """Bytes the exact-search matrices of an index will hold in memory: every kind of vector
+    without an HNSW file in ``directory``, at the width ``dtype`` searches it (0 without an index)."""
+    database = directory / DB_FILE
+    if not database.is_file():
+        return 0
+    width = {"i8": 1, "f16": 2}.get(dtype, 4)
+    conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return width * sum(_code_bytes(conn, VECTOR_TABLES[kind]) for kind, name in VECTOR_FILES.items()
+                           if not (directory / name).is_file())
+    except sqlite3.DatabaseError:  # an unreadable file is reported when the index opens
+        return 0
+    finally:
+        conn.close()
+
+
+def _code_bytes(conn: sqlite3.Connection, table: str) -> int:
+    return int(conn.execute(f"SELECT COALESCE(SUM(LENGTH(vector)), 0) FROM {table}").fetchone()[0])
+
