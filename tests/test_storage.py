@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from edge_rag import EdgeRAG
 from edge_rag.cli import main
@@ -144,3 +145,15 @@ def test_a_version_3_index_is_migrated_to_version_4(tmp_path, model_folder):
             names = {r[0] for r in db.execute("SELECT name FROM sqlite_schema WHERE type = 'index'")}
     assert {"relations_from", "relations_to"} <= names
     assert not names & {"relations_source", "relations_target"}
+
+
+def test_exact_search_of_many_queries_in_slices_equals_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from edge_rag.store import vectors
+
+    rows = np.random.default_rng(0).integers(-127, 128, (300, 16), dtype=np.int8)
+    exact = vectors.ExactVectors(16, np.arange(300, dtype=np.uint64) + 7, rows)
+    whole = exact.search(rows[:25], 5)
+    monkeypatch.setattr(vectors, "EXACT_CELLS", 300 * 4)  # slices of 4 queries, the last of 1
+    sliced = exact.search(rows[:25], 5)
+    assert sliced[0].shape == (25, 5) and (sliced[0] == whole[0]).all()
+    assert np.allclose(sliced[1], whole[1]) and (whole[0][:, 0] == np.arange(25) + 7).all()
