@@ -219,7 +219,7 @@ def _add_stats(commands: Any) -> None:
 def _add_compact(commands: Any) -> None:
     compact = commands.add_parser("compact", help="reclaim the space deletes left in an index",
                                   description="Rewrite the SQLite file without free pages (VACUUM) "
-                                  "and every vector file from SQLite's vectors; prints the bytes "
+                                  "and any HNSW vector file from SQLite's vectors; prints the bytes "
                                   "before and after. Bulk inserts end compact on their own.")
     _common(compact)
     compact.set_defaults(handler=_compact)

@@ -109,8 +109,8 @@ def head_label(probabilities: dict[str, float]) -> str:
     """The head's most probable label, where A (no retrieval) must reach ``NONE_MIN``: under
     5-fold CV on the dev labels its 12 A picks were all wrong (P(A) up to 0.7), while the 23
     questions labelled A got P(A) ≤ 0.29 — the head cannot tell them, so A is all but off."""
-    allowed = {k: p for k, p in probabilities.items() if k != "A" or p >= NONE_MIN}
-    return max(allowed or probabilities, key=lambda k: (allowed or probabilities)[k])
+    allowed = {k: p for k, p in probabilities.items() if k != "A" or p >= NONE_MIN} or probabilities
+    return max(allowed, key=lambda k: allowed[k])
 
 
 class SLMPlanner:
