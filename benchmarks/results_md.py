@@ -200,12 +200,12 @@ def _retrieval_one(result: Result) -> str:
 def answer_accuracy(results: list[Result]) -> str:
     """Accuracy per data set and method, then every run's summary, then per-type tables of full runs."""
     runs = sorted(results, key=lambda r: (_dataset_key(r.data.get("dataset", "lihua")),
-                                          r.data.get("limit") or 10**9, _method_key(r.data["method"])))
-    methods = sorted({r.data["method"] for r in runs}, key=_method_key)
+                                          r.data.get("limit") or 10**9, _method_key(_staged(r.data))))
+    methods = sorted({_staged(r.data) for r in runs}, key=_method_key)
     groups: dict[tuple, dict[str, Any]] = {}
     for r in runs:
         key = (_dataset(r.data.get("dataset", "lihua")), r.data.get("limit"), r.data["slm"])
-        groups.setdefault(key, {})[r.data["method"]] = r.data["summary"]["All"]["accuracy"]
+        groups.setdefault(key, {})[_staged(r.data)] = r.data["summary"]["All"]["accuracy"]
     matrix = table(["data set", "questions", "SLM", *methods],
                    [[d, limit or "all", slm, *(_f(accs.get(m), 3) for m in methods)]
                     for (d, limit, slm), accs in groups.items()])
@@ -216,9 +216,15 @@ def answer_accuracy(results: list[Result]) -> str:
     return "\n\n".join(["Accuracy (All) by method:", matrix, "Every run (All):", detail, *full])
 
 
+def _staged(data: dict[str, Any]) -> str:
+    """The method, with ``-focused`` when the focused answer stage wrote the answers."""
+    focused = data.get("answer_stage") == "focused" and not data["method"].endswith("-focused")
+    return data["method"] + ("-focused" if focused else "")
+
+
 def _accuracy_row(result: Result) -> list[Any]:
     data, s = result.data, result.data["summary"]["All"]
-    return [_dataset(data.get("dataset", "lihua")), s["queries"], data["method"], _f(s["accuracy"], 3),
+    return [_dataset(data.get("dataset", "lihua")), s["queries"], _staged(data), _f(s["accuracy"], 3),
             _f(s.get("exact_match"), 3), _f(s["token_f1"], 3), _f(s["retrieve_ms"], 1),
             _f(s["prefill_ms"], 0), _f(s["decode_ms"], 0), data.get("answers_from_cache", ""),
             f"`{result.name}`"]

@@ -10,7 +10,9 @@ package node-llama-cpp given with ``--llama-node DIR``, a folder holding its ``n
 ``npm install node-llama-cpp@3.22.1`` there; needs node >= 20). Any other variant names a model
 folder ``MODEL-VARIANT``. Each (model, variant) runs in its own process so that peak RSS is its
 own; within it the prompt lengths run shortest first. ``--repeats N`` measures the whole set N
-times, interleaved, and reports medians (the machine may be shared).
+times, interleaved, and reports medians (the machine may be shared). ``VARIANT@COMMIT`` runs a
+model folder with the runtime (``edge_rag/``) of an earlier commit of this repository, so that an
+A/B of the runtime on the same folder happens in one run: ``--variants q4 q4@2965484``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from edge_rag.config import models_home
 
-from .common import LIHUA_ZIP, markdown_table, peak_rss_mb, write_result
+from .common import LIHUA_ZIP, ROOT, markdown_table, peak_rss_mb, write_result
 
 LLAMA_CPP = {  # ../shared/MODELS.md, same machine kind, ~300-token prompt, 2 threads
     "smollm2-135m": {"file_mb": 98, "prefill_tps": 173, "decode_tps": 64.9, "peak_rss_mb": 224},
@@ -61,7 +63,15 @@ def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int, threa
             "prefill_tps": round(result.prompt_tokens / (result.prefill_ms / 1000), 1),
             "decode_tps": round((result.new_tokens - 1) / (result.decode_ms / 1000), 1),
             "ttft_ms": round(ttft_ms, 1), "first_piece": first,
-            "peak_rss_mb": round(peak_rss_mb(), 1)}
+            "peak_rss_mb": round(peak_rss_mb(), 1), "runtime": _runtime_origin()}
+
+
+def _runtime_origin() -> str:
+    """Where the ``edge_rag`` that ran came from: this checkout, or an earlier commit's copy."""
+    import edge_rag
+
+    path = Path(edge_rag.__file__).resolve().parent.parent
+    return "this checkout" if path == ROOT else path.name
 
 
 def measure_llama_cpp(model: str, prompt_tokens: int, new_tokens: int) -> dict:
@@ -238,6 +248,7 @@ def _available(model: str, variant: str, args: argparse.Namespace) -> bool:
             print("skip llama.cpp: neither llama-cpp-python nor --llama-node", file=sys.stderr)
             return False
         return True
+    variant = variant.partition("@")[0]
     if variant != "pytorch" and not (models_home() / "models" / f"{model}-{variant}").is_dir():
         print(f"skip {model}-{variant}: not exported", file=sys.stderr)
         return False
@@ -276,12 +287,34 @@ def _add_ratios(rows: list[dict]) -> None:
             row["decode_vs_shortest"] = round(row["decode_tps"] / first[key], 2)
 
 
-def _child(model: str, variant: str, args: argparse.Namespace) -> dict:
-    command = [sys.executable, "-m", "benchmarks.slm_speed", "--child", model, variant,
+def _child(model: str, variant: str, args: argparse.Namespace) -> list[dict]:
+    folder_variant, _, commit = variant.partition("@")
+    command = [sys.executable, "-m", "benchmarks.slm_speed", "--child", model, folder_variant,
                "--prompt-tokens", *map(str, args.prompt_tokens), "--new-tokens", str(args.new_tokens),
                "--llama-node", args.llama_node or "", "--threads", str(args.threads)]
-    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    return json.loads(output.strip().splitlines()[-1])  # one row per prompt length
+    env, cwd = dict(os.environ), None
+    if commit:  # run from that commit's runtime folder (first on sys.path); these benchmarks run it
+        cwd = runtime_at(commit)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    output = subprocess.run(command, capture_output=True, text=True, check=True, env=env,
+                            cwd=cwd).stdout
+    rows = json.loads(output.strip().splitlines()[-1])  # one row per prompt length
+    return [{**row, "variant": variant} for row in rows]
+
+
+def runtime_at(commit: str) -> Path:
+    """The ``edge_rag`` package as it was at ``commit`` (``git archive``), in a cached folder."""
+    import tempfile
+
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", commit],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    dest = Path(tempfile.gettempdir()) / f"edge-rag-runtime-{commit}"
+    if not (dest / "edge_rag" / "__init__.py").is_file():
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "edge_rag"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -289,7 +322,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--models", nargs="+", default=list(LLAMA_CPP))
     parser.add_argument("--variants", nargs="+", default=["int8", "q8", "q4", "llama.cpp"],
                         help="int8 (optimum graph), q8/q4 (GQA graph), fp32 (model folders), "
-                        "pytorch (the GGUF in transformers), llama.cpp (llama-cpp-python)")
+                        "pytorch (the GGUF in transformers), llama.cpp (llama-cpp-python); "
+                        "VARIANT@COMMIT: that folder with the runtime of an earlier commit")
     parser.add_argument("--prompt-tokens", type=int, nargs="+", default=[300, 1000])
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=1, help="interleaved repeats (medians)")

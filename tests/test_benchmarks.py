@@ -15,7 +15,8 @@ from benchmarks.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
 SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
-           "planner_eval", "suite", "memory", "peers", "code_speed", "answer_stage", "abstention"]
+           "planner_eval", "suite", "memory", "peers", "code_speed", "answer_stage", "abstention",
+           "slm_options", "gqa_node"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -24,6 +25,14 @@ def test_every_benchmark_script_has_help(name: str, capsys) -> None:
     with pytest.raises(SystemExit) as done:
         module.main(["--help"])
     assert done.value.code == 0 and "usage" in capsys.readouterr().out
+
+
+def test_slm_speed_takes_the_runtime_of_an_earlier_commit() -> None:
+    from benchmarks.slm_speed import runtime_at
+
+    folder = runtime_at("HEAD")
+    assert (folder / "edge_rag" / "models" / "decoder.py").is_file()
+    assert not (folder / "benchmarks").exists()  # only the runtime: these benchmarks drive it
 
 
 def test_labels_take_the_simplest_method_that_works() -> None:
