@@ -230,7 +230,8 @@ def _stage_summary(rows: list[dict]) -> dict:
                       for f in sorted({str(r.get("form")) for r in rows})}}
 
 
-ONLY_CITATIONS = re.compile(r"^[\s\[\]\d,.;:-]*$")
+# Citations ("[1]", "[1, 2]") and punctuation, nothing else: a bare number ("314159") is an answer.
+ONLY_CITATIONS = re.compile(r"^(?:[\s,.;:-]|\[\d+(?:\s*,\s*\d+)*\])*$")
 QUOTE_MARK = ' — "'
 
 

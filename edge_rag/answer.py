@@ -26,9 +26,13 @@ from .models.slm import SLM, GenerationConfig
 from .retrieve import Retrieval, RetrievedChunk
 
 CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
-ONLY_CITATIONS = re.compile(r"^[\s\[\]\d,.;:-]*$")
+# Citations ("[1]", "[1, 2]") and punctuation, nothing else: a bare number ("314159") is an answer.
+ONLY_CITATIONS = re.compile(r"^(?:[\s,.;:-]|\[\d+(?:\s*,\s*\d+)*\])*$")
 
 CHAT_OVERHEAD_TOKENS = 32
+SPEAKER_PREFIX = re.compile(r"^([^\s:][^:\n]{0,40}?):\s")
+MAX_NAME_TOKENS = 8
+NO_ANSWER_STARTS = ("Insufficient", "insufficient", "INSUFFICIENT", " Insufficient", " insufficient")
 DATED_DOCS = 3
 
 
@@ -129,6 +133,10 @@ class Answerer:
         return text[: encoding.offsets[tokens - 1][1]] if len(encoding.ids) > tokens else text
 
 
+def _compact(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
 def _short(source: str) -> str:
     return source.rsplit("/", 1)[-1]
 
@@ -185,6 +193,7 @@ class FocusedAnswerer:
         self.config = GenerationConfig(max_new_tokens=max_new_tokens, stop=("<|im_end|>", "\n"))
         self._no_answer = self._ids("Insufficient")[0]
         self._open_ids: np.ndarray | None = None
+        self._no_colon_ids: np.ndarray | None = None
 
     def prepare(self, question: str, retrieval: Retrieval) -> Prepared:
         """Choose the evidence, build the prompt, decide whether to abstain."""
@@ -207,7 +216,7 @@ class FocusedAnswerer:
         timings = {**retrieval.timings_ms, **prepared.timings}
         text = ""
         if not prepared.abstain:
-            result = self.slm.generate(prepared.prompt, self.config, self._mask(prepared.form))
+            result = self.slm.generate(prepared.prompt, self.config, self._mask(prepared))
             timings["prefill"] = timings.get("prefill", 0.0) + result.prefill_ms
             timings["decode"] = result.decode_ms
             timings.setdefault("cached_tokens", result.cached_tokens)
@@ -228,7 +237,7 @@ class FocusedAnswerer:
         sent = ""
         if not prepared.abstain:
             generated: dict[str, float] = {}
-            for piece in self.slm.stream(prepared.prompt, self.config, self._mask(prepared.form),
+            for piece in self.slm.stream(prepared.prompt, self.config, self._mask(prepared),
                                          generated):
                 sent += piece
                 yield piece
@@ -287,18 +296,41 @@ class FocusedAnswerer:
         prepared.p_no = no / (yes + no) if yes + no > 0 else 0.5
         prepared.form = Form("yesno", ("No",) if prepared.p_no >= self.no_threshold else ("Yes",))
 
-    def _mask(self, form: Form) -> TokenMask | None:
+    def _mask(self, prepared: Prepared) -> TokenMask | None:
+        form = prepared.form
         if form.starts:
             return start_mask(form.starts, self._ids)
         # A free answer opens neither with a citation (it would copy a source header) nor with
-        # "Insufficient": abstaining was decided before, by the threshold.
-        return TokenMask(lambda step, ids: self._open_tokens() if step == 0 else None)
+        # "Insufficient": abstaining was decided before, by the threshold. Nor does it copy a
+        # whole chat message with its "Speaker:" prefix: a 0.5B model in that mode copies the
+        # message most like the question instead of answering it.
+        speakers = {_compact(m.group(1)) for line in prepared.focus.lines
+                    if (m := SPEAKER_PREFIX.match(line.text))}
+
+        def allowed(step: int, ids: list[int]) -> np.ndarray | None:
+            if step == 0:
+                return self._open_tokens()
+            if step <= MAX_NAME_TOKENS and _compact(self.slm.tokenizer.decode(ids[:step])) in speakers:
+                return self._no_colon_tokens()
+            return None
+
+        return TokenMask(allowed)
+
+    def _no_colon_tokens(self) -> np.ndarray:
+        if self._no_colon_ids is None:
+            colon = {i for token, i in self.slm.tokenizer.get_vocab().items()
+                     if token.lstrip("Ġ▁ ").startswith(":")}
+            self._no_colon_ids = np.array(sorted(set(range(self.slm.tokenizer.get_vocab_size()))
+                                                 - colon))
+        return self._no_colon_ids
 
     def _open_tokens(self) -> np.ndarray:
         if self._open_ids is None:
             vocab = self.slm.tokenizer.get_vocab()
             bracket = {i for token, i in vocab.items() if token.lstrip("Ġ▁ ").startswith("[")}
-            bracket.add(self._no_answer)
+            # Every spelling of the abstention's first token ("insufficient information. [1]"
+            # is an abstention the evidence rules did not decide).
+            bracket |= {self._ids(word)[0] for word in NO_ANSWER_STARTS}
             self._open_ids = np.array(sorted(set(range(self.slm.tokenizer.get_vocab_size()))
                                              - bracket))
         return self._open_ids
@@ -313,7 +345,8 @@ class FocusedAnswerer:
             text = best.text
         if not CITATION.search(text):
             text = f"{text.rstrip()} [{self._source_of(text, prepared.focus)}]"
-        quoted = quote(text, prepared.focus) if prepared.form.kind not in ("yesno", "choice") else ""
+        quoted = (quote(text, prepared.focus) or rest_of_copy(text, prepared.focus)) \
+            if prepared.form.kind not in ("yesno", "choice") else ""
         return f'{text} — "{quoted}"' if quoted else text
 
     def _source_of(self, text: str, focus: Focus) -> int:
@@ -367,6 +400,32 @@ def quote(answer: str, focus: Focus) -> str:
     end = spans[min(len(spans) - 1, last + QUOTE_CONTEXT_WORDS)][1]
     text = sentence[start:end].strip()
     return text if len(text) > len(core) + 3 else ""
+
+
+COPY_TAIL_WORDS = 5
+FINISHED = re.compile(r"[.!?\"”')…]$")
+
+
+def rest_of_copy(answer: str, focus: Focus) -> str:
+    """The end of the source sentence a long answer was copying when it was cut short, or "".
+
+    A copied chat message often runs past ``focus_max_new_tokens`` and stops mid-sentence
+    ("... they have a solid chance to challenge for every [1]"): when the answer's last
+    ``COPY_TAIL_WORDS`` words occur verbatim in a chosen line, the rest of that sentence is
+    quoted after the answer, so the copy ends where its source does.
+    """
+    core = CITATION.sub("", answer).strip()
+    words = core.split()
+    if len(words) <= COPY_TAIL_WORDS or FINISHED.search(core):
+        return ""
+    tail = " ".join(words[-COPY_TAIL_WORDS:]).lower()
+    for _, lines in focus.sources:
+        for line in lines:
+            for sentence in SENTENCE.split(line.text):
+                at = sentence.lower().find(tail)
+                if at >= 0 and sentence[at + len(tail):].strip():
+                    return "… " + sentence[at:].strip()
+    return ""
 
 
 def _details(prepared: Prepared) -> dict[str, Any]:
