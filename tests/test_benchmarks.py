@@ -15,7 +15,8 @@ from benchmarks.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
 SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
-           "planner_eval", "suite", "memory", "peers", "code_speed", "answer_stage", "abstention", "auto_latency"]
+           "planner_eval", "suite", "memory", "peers", "code_speed", "answer_stage", "abstention",
+           "auto_latency"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
