@@ -16,8 +16,9 @@ every fixed method on the type-stratified subsets (``python -m benchmarks.answer
 - **auto** is what ``--method auto`` does with the default settings: the ``names`` planner (ppr
   when the question names something, else vector; no parameters, so no cross-validation), its
   recall from the same labelled rows; the head's cross-validated choice is the ``head`` column.
-- **Measured latency**: vector, ppr and auto timed on the same questions in one run, each in its
-  own open index (so that no method reuses another's question embedding), order rotated.
+- **Measured latency**: read from ``auto_latency.json`` (``python -m benchmarks.auto_latency`` under
+  ``heavy --timing``): vector, ppr and auto on every question in interleaved rounds, per-question
+  medians, their mean, and auto − ppr paired with its standard error.
 - **Evidence recall** of auto vs fixed methods on *all* labelled dev queries (retrieval judge),
   and their **mean retrieval latency**: each method costs its p50 in the data set's
   ``retrieval_<dataset>.json`` (a method missing there comes from a ``retrieval_<dataset>_*.json``
@@ -33,7 +34,6 @@ import json
 import sys
 import time
 from collections import Counter
-from contextlib import ExitStack
 
 import numpy as np
 from edge_rag_export.planner import cross_validate, feature_matrix, read_labels, targets
@@ -69,8 +69,7 @@ def main(argv: list[str] | None = None) -> int:
               "recall": _recall_table(rows, auto, plans),
               "auto_methods": {name: dict(Counter(a[1] for a, r in zip(auto, rows) if r["dataset"] == name))
                                for name in names},
-              "measured_latency_ms": {name: _measured_latency(name, [r for r in rows if r["dataset"] == name])
-                                      for name in names if DATASETS[name].index.is_dir()},
+              "measured_latency_ms": _measured_latency(),
               "retrieval_latency_ms": _latency_table(rows, auto),
               "table3": {name: _table3(name, rows, auto, limit, args.slm)
                          for name, limit in _limits(args.limits).items()},
@@ -138,28 +137,11 @@ def _recall_table(rows: list[dict], auto: list[tuple[str, str]], head: list[tupl
     return out
 
 
-def _measured_latency(name: str, rows: list[dict]) -> dict:
-    """Mean wall time (ms) of vector, ppr and auto on the same questions in one run: each method
-    in its own open index (no shared question embedding; a question comes back only after 8
-    others, past the embedder's memory), whole passes over the questions in
-    the order vector, ppr, auto, auto, ppr, vector (drift in the machine's load cancels). Also
-    the process's CPU time per question, which other jobs on shared cores disturb far less."""
-    methods = ("vector", "ppr", "auto")
-    times: dict[str, list[float]] = {m: [] for m in methods}
-    cpu: dict[str, list[float]] = {m: [] for m in methods}
-    with ExitStack() as stack:
-        rags = {m: stack.enter_context(EdgeRAG.open(DATASETS[name].index, create=False, progress=False))
-                for m in methods}
-        for method, rag in rags.items():
-            rag.retrieve(rows[0]["question"], method)  # loads models and the walk's matrix
-        for method in (*methods, *reversed(methods)):
-            for row in rows:
-                start, start_cpu = time.perf_counter(), time.process_time()
-                rags[method].retrieve(row["question"], method)
-                times[method].append((time.perf_counter() - start) * 1000)
-                cpu[method].append((time.process_time() - start_cpu) * 1000)
-    return {"queries": len(rows), **{m: round(float(np.mean(v)), 2) for m, v in times.items()},
-            "cpu": {m: round(float(np.mean(v)), 2) for m, v in cpu.items()}}
+def _measured_latency() -> dict:
+    """Mean retrieval latency of vector, ppr and auto as ``benchmarks.auto_latency`` measured it
+    (per question, interleaved rounds, under ``heavy --timing``); empty until that has run."""
+    path = RESULTS / "auto_latency.json"
+    return json.loads(path.read_text())["datasets"] if path.is_file() else {}
 
 
 def _latency_table(rows: list[dict], plans: list[tuple[str, str]]) -> dict:
@@ -299,7 +281,9 @@ def _print(result: dict) -> None:
         print(markdown_table(methods, [[f"{table[m]['accuracy']:.3f} / {table[m]['latency_ms']:.0f}"
                                         for m in methods]]))
     print(f"\nauto's methods: {result['auto_methods']}")
-    print("measured mean retrieval latency ms (one run): ", result["measured_latency_ms"])
+    for name, measured in result["measured_latency_ms"].items():
+        print(f"measured mean retrieval latency ms ({name}, auto_latency.json): wall {measured['wall_ms']}, "
+              f"CPU {measured['cpu_ms']}")
     print("\nevidence recall of the chosen context, all labelled dev queries")
     names = list(next(iter(result["recall"].values())))
     print(markdown_table(["data set", *names], [[k, *v.values()] for k, v in result["recall"].items()]))

@@ -247,6 +247,8 @@ def planner(results: list[Result]) -> str:
 
 def _planner_one(result: Result) -> str:
     data = result.data
+    if "repeats" in data:
+        return _auto_latency(result)
     if "planner_accuracy" not in data:
         return _labels(result)
     acc = table(["data set", "queries", "head = label (5-fold CV)", "head picks a working method",
@@ -267,6 +269,20 @@ def _planner_one(result: Result) -> str:
                         _table3(data["table3"]),
                         "### Evidence recall of the chosen context, every labelled dev query", recall,
                         f"Planner head alone: {latency}.", _when(result)])
+
+
+def _auto_latency(result: Result) -> str:
+    methods = ("vector", "ppr", "auto")
+    rows = [[_dataset(name), r["queries"], _plain(r["auto_routes"]), clock,
+             *(_f(r[f"{clock}_ms"][m], 2) for m in methods),
+             f"{_f(r[f'{clock}_ms']['auto_minus_ppr'], 2)} ± {_f(r[f'{clock}_ms']['auto_minus_ppr_se'], 2)}"]
+            for name, r in result.data["datasets"].items() for clock in ("wall", "cpu")]
+    return "\n\n".join([f"### Retrieval latency of auto (`{result.name}`, ms)",
+                         table(["data set", "queries", "auto chose", "clock", *methods, "auto − ppr ± s.e."],
+                               rows),
+                         f"Mean over questions of each question's median of {result.data['repeats']} "
+                         "interleaved rounds (`python -m benchmarks.auto_latency` under `heavy --timing`).",
+                         _when(result)])
 
 
 def _table3(data: dict) -> str:
@@ -657,7 +673,7 @@ contained in the answer, spaces ignored; Null questions are correct when the ans
 information is missing. Subsets are type-stratified (LiHua-World 60: 48 Single, 6 Multi,
 6 Null). Containment is stricter than the LLM judge of the paper's tables: a paraphrased right
 answer counts as wrong.""", answer_accuracy, ANSWER_READING),
-    Section("Adaptive planner", ("planner_eval*.json", "planner_labels*.json"), """\
+    Section("Adaptive planner", ("planner_eval*.json", "planner_labels*.json", "auto_latency*.json"), """\
 `python -m benchmarks.planner_labels` labels every dev query with the simplest method that works
 (writes `export/planner_labels.jsonl`), `edge-rag export planner` trains the head on it, and
 `python -m benchmarks.planner_eval` compares the plans with the labels and with every fixed

@@ -37,6 +37,15 @@ def test_batching_barely_changes_vectors(embedder):
     assert np.sum(together * alone, axis=1).min() >= 0.98
 
 
+def test_a_forgotten_text_is_embedded_again_alike(embedder, monkeypatch):
+    first = embedder.embed_one("Who wished Li Hua a happy new year?")
+    embedder.forget()
+    calls = []
+    monkeypatch.setattr(embedder, "_embed_batch", lambda texts: calls.append(texts) or np.stack([first]))
+    assert np.allclose(embedder.embed_one("Who wished Li Hua a happy new year?"), first)
+    assert calls == [["Who wished Li Hua a happy new year?"]]
+
+
 def test_long_text_is_truncated_not_rejected(embedder):
     vector = embedder.embed_one("word " * 5000)
     assert np.isfinite(vector).all()

@@ -157,6 +157,9 @@ def test_questions_of_two_events_split_into_their_clauses() -> None:
     assert clauses("Who reminds Li Hua to drink water after the workout?") == []
     assert clauses("Did Jennifer remind him to eat protein after the workout before she went to Paris?") == [
         "Did Jennifer remind him to eat protein after the workout", "she went to Paris"]
+    assert clauses("Did it take a week from Adam ordering the fridge to the fridge being delivered?") == [
+        "Adam ordering the fridge", "the fridge being delivered"]
+    assert clauses("How did Li Hua get from Beijing to Shanghai?") == []
 
 
 def test_interleave_gives_each_clause_a_document_after_the_whole_question_leads() -> None:

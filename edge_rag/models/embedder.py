@@ -68,6 +68,10 @@ class Embedder:
             self._recent[text] = self.embed([text])[0]
         return self._recent[text].copy()
 
+    def forget(self) -> None:
+        """Forget the remembered texts (``embed_one``): the next call embeds afresh."""
+        self._recent.clear()
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(texts)
         length = min(self.max_tokens, max(len(e.ids) for e in encodings))

@@ -6,7 +6,10 @@ LiHua confirming ... and Adam asking ...?" — has its evidence in two conversat
 event. One embedding of the whole question lands between the two and often finds neither in
 its first five documents. ``ppr`` therefore also ranks each event's clause on its own and
 interleaves the documents (see ``PPRRetriever``). The split needs no model: the question is cut at
-``before``/``after``, and after ``between`` at ``and``; a piece shorter than ``MIN_WORDS`` words
+``before``/``after``, after ``between`` at ``and``, and else after ``from`` at the next ``to`` ("Did it
+take more than 3 weeks from LiHua planning on getting the air-conditioner to the air-conditioner
+being installed?"; LiHua-World dev Multi recall@5 0.702 → 0.721, one question, nothing else
+moved); a piece shorter than ``MIN_WORDS`` words
 ("after work today", "after the workout") is glued back to its neighbour, and a question that
 yields fewer than two clauses is not split.
 """
@@ -20,6 +23,7 @@ MAX_CLAUSES = 3
 _ORDER = re.compile(r"\b(before|after)\b", re.IGNORECASE)
 _BETWEEN = re.compile(r"\bbetween\b(.+)", re.IGNORECASE)
 _AND = re.compile(r"\b(and)\b", re.IGNORECASE)
+_FROM_TO = re.compile(r"\bfrom\b(.+?)\b(to)\b(.+)", re.IGNORECASE)
 
 
 def clauses(question: str) -> list[str]:
@@ -27,6 +31,8 @@ def clauses(question: str) -> list[str]:
     between = _BETWEEN.search(question)
     parts = _AND.split(between[1]) if between else _ORDER.split(question)
     found = _glue([p.strip(" ?.,;:") for p in parts[::2]], parts[1::2])
+    if len(found) < 2 and not between and (span := _FROM_TO.search(question)):
+        found = _glue([span[1].strip(" ?.,;:"), span[3].strip(" ?.,;:")], [span[2]])
     return found[:MAX_CLAUSES] if len(found) >= 2 else []
 
 

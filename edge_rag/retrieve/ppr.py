@@ -287,6 +287,11 @@ def _query_terms(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(dict.fromkeys(terms)), tuple(sorted(g for g in grams if useful(g)))
 
 
+def forget_terms() -> None:
+    """Forget the remembered questions' terms (``query_terms``), e.g. before timing a query."""
+    _query_terms.cache_clear()
+
+
 def names_a_seed(question: str, walk: Callable[[], WalkGraph]) -> bool:
     """Whether the question names something the walk can start from: one of its specific terms,
     else a document title (only then is the walk's matrix read). ``auto``'s ``names`` planner."""
