@@ -2,12 +2,14 @@
 
     python -m benchmarks.index_build --dataset 2wiki            # builds benchmarks/.indexes/2wiki
     python -m benchmarks.index_build --dataset lihua --rebuild  # delete and build again
+    python -m benchmarks.index_build --dataset 2wiki --limit 1500 --rebuild  # a slice, to profile
 
 The process indexes every document of the data set (the fast extractor by default) and then
 exits, so its peak RSS is the build's alone (the retrieval benchmark builds and evaluates in
 one process). Wall time, CPU time (user + system; above the wall time when more than one core
 worked) and the machine's load average before and after (the cores may be shared) are recorded
-with the index's bytes in ``index_build_<dataset>.json``.
+with the index's bytes in ``index_build_<dataset>.json``. ``--limit N`` builds the first N
+documents into their own folder (``<dataset>-limitN``) and writes ``index_build_<dataset>_limitN.json``.
 """
 
 from __future__ import annotations
@@ -17,15 +19,20 @@ import os
 import resource
 import shutil
 import time
+from pathlib import Path
+
+from edge_rag import Settings
 
 from .common import peak_rss_mb, write_result
-from .datasets import DATASETS, open_index
+from .datasets import DATASETS, INDEXES, Dataset, open_index
 
 
 def main(argv: list[str] | None = None) -> int:
     """Build the index and write the record."""
     args = _parser().parse_args(argv)
-    dataset = DATASETS[args.dataset]
+    dataset, name = DATASETS[args.dataset], f"index_build_{args.dataset}"
+    if args.limit:
+        dataset, name = _slice(dataset, args.limit), f"{name}_limit{args.limit}"
     if args.rebuild:
         shutil.rmtree(dataset.index, ignore_errors=True)
     load_before = os.getloadavg()
@@ -33,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     with open_index(dataset, progress=not args.quiet) as rag:
         stats = rag.stats()
     seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
-    result = {"dataset": args.dataset, "documents": stats.documents, "chunks": stats.chunks,
+    result = {"dataset": args.dataset, "limit": args.limit, "documents": stats.documents, "chunks": stats.chunks,
               "entities": stats.entities, "relations": stats.relations,
               "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1),
               "cores_used": round(cpu / seconds, 2), "peak_rss_mb": round(peak_rss_mb(), 1),
@@ -43,8 +50,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.dataset}: {stats.documents} documents, {stats.chunks} chunks in {seconds:,.0f} s "
           f"({cpu:,.0f} s CPU, {result['cores_used']} cores), peak RSS {result['peak_rss_mb']} MiB, "
           f"{stats.total_bytes / 2**20:.1f} MiB; load {result['load_before']} -> {result['load_after']}")
-    print(f"wrote {write_result(f'index_build_{args.dataset}', result)}")
+    print(f"wrote {write_result(name, result)}")
     return 0
+
+
+def _slice(dataset: Dataset, limit: int) -> Dataset:
+    """The data set's first ``limit`` documents, indexed in a folder of their own."""
+    documents = dataset.documents
+
+    class Sliced(Dataset):
+        @property
+        def index(self) -> Path:
+            return INDEXES / f"{dataset.name}-limit{limit}"
+
+        def index_for(self, settings: Settings) -> Path:
+            return self.index
+
+    return Sliced(dataset.name, lambda: documents()[:limit], dataset.queries, dataset.recall,
+                  dataset.ks, dataset.multi_hop, dataset.note)
 
 
 def _cpu_seconds() -> float:
@@ -56,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="2wiki", choices=sorted(DATASETS))
     parser.add_argument("--rebuild", action="store_true", help="delete the index first")
+    parser.add_argument("--limit", type=int, default=0, help="index only the first N documents")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser
 

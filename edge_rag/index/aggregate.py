@@ -15,6 +15,7 @@ component's contents, so the result does not depend on the order entities were i
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -87,32 +88,63 @@ def hybrid_scores(keys: Sequence[EntityKey], lam: float) -> np.ndarray:
     """The matrix S of eq. 3 over a component (diagonal included)."""
     names = [k.key for k in keys]
     edit = process.cdist(names, names, scorer=Levenshtein.normalized_similarity, dtype=np.float32)
-    return lam * edit + (1.0 - lam) * jaccard_matrix([k.attributes for k in keys])
+    edit *= lam
+    edit += (1.0 - lam) * jaccard_matrix([k.attributes for k in keys])
+    return edit
 
 
 def jaccard_matrix(sets: Sequence[frozenset[str]]) -> np.ndarray:
-    """Pairwise Jaccard similarity; two empty sets score 0 (no evidence either way)."""
-    vocabulary = {token: i for i, token in enumerate(sorted(set().union(*sets)))}
+    """Pairwise Jaccard similarity; two empty sets score 0 (no evidence either way).
+
+    Only words that two or more sets share can meet in an intersection, so the membership
+    matrix has a column per shared word alone (a component's descriptions have thousands of
+    words used once); the set sizes count every word."""
+    counts = Counter(token for tokens in sets for token in tokens)
+    vocabulary = {token: i for i, token in enumerate(sorted(t for t, n in counts.items() if n > 1))}
     member = np.zeros((len(sets), max(1, len(vocabulary))), dtype=np.float32)
     for row, tokens in enumerate(sets):
-        member[row, [vocabulary[t] for t in tokens]] = 1.0
+        member[row, [vocabulary[t] for t in tokens if t in vocabulary]] = 1.0
     inter = member @ member.T
-    sizes = member.sum(axis=1)
+    sizes = np.array([len(tokens) for tokens in sets], dtype=np.float32)
     union = sizes[:, None] + sizes[None, :] - inter
-    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    return np.divide(inter, union, out=inter, where=union > 0)
 
 
 def aggregate(keys: Sequence[EntityKey], params: AggregationParams) -> Aggregation:
-    """Merge groups and similar edges of one weakly connected component."""
+    """Merge groups and similar edges of one weakly connected component.
+
+    Every pair of the component is judged (eqs. 3–5), but only pairs that can pass a rule are
+    visited in Python: keys whose compact names are equal, and pairs whose score S reaches the
+    merge or the similar threshold (found with numpy), so a component of thousands of names
+    (2WikiMultihopQA's dates) costs a few matrix passes, not millions of Python calls."""
     keys = sorted(keys, key=lambda k: k.key)
     scores = hybrid_scores(keys, params.lam)
     parent = list(range(len(keys)))
-    pairs = [(i, j) for i in range(len(keys)) for j in range(i + 1, len(keys))]
-    for i, j in pairs:
+    for i, j in _merge_candidates(keys, scores, params):
         if same_entity(keys[i], keys[j], float(scores[i, j]), params):
             _union(parent, i, j)
     groups = _groups(parent, keys)
     return Aggregation([[k.key for k in g] for g in groups], _similar(keys, scores, parent, params))
+
+
+def _merge_candidates(keys: Sequence[EntityKey], scores: np.ndarray,
+                      params: AggregationParams) -> set[tuple[int, int]]:
+    # The pairs ``same_entity`` can accept: equal compact names, or S at the merge threshold.
+    # Union-find's groups do not depend on the order pairs are joined in.
+    found = set(_pairs_at(scores, params.merge))
+    by_compact: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        if name := compact(key.key):
+            by_compact.setdefault(name, []).append(i)
+    for members in by_compact.values():
+        found.update((a, b) for n, a in enumerate(members) for b in members[n + 1:])
+    return found
+
+
+def _pairs_at(scores: np.ndarray, threshold: float) -> list[tuple[int, int]]:
+    """Pairs i < j with S(i, j) ≥ threshold."""
+    rows, cols = np.nonzero(np.triu(scores >= threshold, k=1))
+    return list(zip(rows.tolist(), cols.tolist()))
 
 
 def representative(group: Iterable[EntityKey]) -> EntityKey:
@@ -137,12 +169,12 @@ def _similar(keys: Sequence[EntityKey], scores: np.ndarray, parent: list[int],
              params: AggregationParams) -> list[tuple[str, str, float]]:
     # One edge per pair of merged groups, scored by the best key pair between them (eq. 5).
     best: dict[tuple[int, int], float] = {}
-    for i in range(len(keys)):
-        for j in range(i + 1, len(keys)):
-            gi, gj = _find(parent, i), _find(parent, j)
-            if gi != gj and scores[i, j] >= params.delta and same_numbers(keys[i], keys[j]):
-                pair = (min(gi, gj), max(gi, gj))
-                best[pair] = max(best.get(pair, 0.0), float(scores[i, j]))
+    numbers = [DIGITS.findall(k.key) for k in keys]
+    for i, j in _pairs_at(scores, params.delta):
+        gi, gj = _find(parent, i), _find(parent, j)
+        if gi != gj and numbers[i] == numbers[j]:
+            pair = (min(gi, gj), max(gi, gj))
+            best[pair] = max(best.get(pair, 0.0), float(scores[i, j]))
     return sorted((keys[a].key, keys[b].key, round(s, 6)) for (a, b), s in best.items())
 
 
