@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     with open_index(dataset, progress=not args.quiet) as rag:
         stats = rag.stats()
     seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
-    result = {"dataset": args.dataset, "limit": args.limit, "documents": stats.documents, "chunks": stats.chunks,
+    result = {"dataset": args.dataset, "limit": args.limit, "documents": stats.documents,
+              "chunks": stats.chunks,
               "entities": stats.entities, "relations": stats.relations,
               "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1),
               "cores_used": round(cpu / seconds, 2), "peak_rss_mb": round(peak_rss_mb(), 1),

@@ -32,6 +32,7 @@ from ..progress import Progress
 from ..store import GraphStore, VectorIndex
 from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow, embedded, join_texts
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
+from .candidates import Candidates
 from .extract import Extractor
 from .mentions import Extraction, chunk_hash, embedding_text
 
@@ -90,6 +91,7 @@ class GraphBuilder:
         self.extractor = extractor
         self.params = params
         self.batch_chunks = batch_chunks
+        self.candidates = Candidates(entity_vectors, params.tau, CANDIDATES_PER_KEY)
 
     # -- extraction ---------------------------------------------------------------------------
 
@@ -181,19 +183,22 @@ class GraphBuilder:
 
     def _store_keys(self, alive: dict[str, _Key], dead: set[str]) -> None:
         old = self.tables.key_rows(set(alive) | dead)
-        self.entity_vectors.remove([old[k].id for k in dead if k in old])
         self.tables.delete_keys(sorted(dead))
         stale = [k for k, v in alive.items() if k not in old or embedding_text(old[k].name)
                  != embedding_text(v.name)]
         vectors = dict(zip(stale, self.embedder.embed([embedding_text(alive[k].name) for k in stale])))
+        renamed = [old[k].id for k in dead | set(stale) if k in old]
+        added: list[int] = []
         for key, info in sorted(alive.items()):
             vector = vectors[key] if key in vectors else old[key].vector
             # A name's description is derived from its mentions whenever aggregation needs it;
             # nothing reads it back from entity_keys, so none is stored there.
             row_id = self.tables.upsert_key(key, info.name, info.type, "", info.mentions, vector)
             if key in vectors:
-                self.entity_vectors.remove([row_id])
-                self.entity_vectors.add([row_id], vector[None, :])
+                added.append(row_id)
+        self.candidates.remove(renamed)
+        if added:
+            self.candidates.add(added, np.stack([vectors[k] for k in sorted(vectors)]))
 
     def _region(self, seeds: set[str]) -> tuple[set[str], set[tuple[str, str]]]:
         """Whole components (eq. 2) around the seeds, plus the old node-mates of every key in them."""
@@ -213,13 +218,11 @@ class GraphBuilder:
         return region, edges
 
     def _candidates(self, rows: list) -> list[set[str]]:
-        """For each key row, the keys whose name vector has cos ≥ τ with its own (eq. 1);
-        one batched search for all of them."""
+        """For each key row, the keys whose name vector has cos ≥ τ with its own (eq. 1),
+        from the candidate sets kept between batches (``candidates.py``)."""
         if not rows:
             return []
-        found = self.entity_vectors.search_many(np.stack([row.vector for row in rows]), CANDIDATES_PER_KEY)
-        near = [[int(i) for i, s in zip(ids, sims) if s >= self.params.tau and int(i) != row.id]
-                for row, (ids, sims) in zip(rows, found)]
+        near = self.candidates.of([row.id for row in rows], np.stack([row.vector for row in rows]))
         keys = self.tables.key_rows_by_id(sorted({i for ids in near for i in ids}))
         return [{keys[i].key for i in ids if i in keys} for ids in near]
 
