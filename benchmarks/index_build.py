@@ -18,6 +18,7 @@ import argparse
 import os
 import resource
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -37,9 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(dataset.index, ignore_errors=True)
     load_before = os.getloadavg()
     start, cpu = time.perf_counter(), _cpu_seconds()
+    sampler = RssSampler()
     with open_index(dataset, progress=not args.quiet) as rag:
         stats = rag.stats()
     seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
+    sampler.stop()
     result = {"dataset": args.dataset, "limit": args.limit, "documents": stats.documents,
               "chunks": stats.chunks,
               "entities": stats.entities, "relations": stats.relations,
@@ -47,12 +50,46 @@ def main(argv: list[str] | None = None) -> int:
               "cores_used": round(cpu / seconds, 2), "peak_rss_mb": round(peak_rss_mb(), 1),
               "load_before": [round(x, 2) for x in load_before],
               "load_after": [round(x, 2) for x in os.getloadavg()],
+              "rss_mb_every_10s": sampler.series(),
               "index_bytes": stats.total_bytes, "files": stats.files, "tables": stats.tables}
     print(f"{args.dataset}: {stats.documents} documents, {stats.chunks} chunks in {seconds:,.0f} s "
           f"({cpu:,.0f} s CPU, {result['cores_used']} cores), peak RSS {result['peak_rss_mb']} MiB, "
           f"{stats.total_bytes / 2**20:.1f} MiB; load {result['load_before']} -> {result['load_after']}")
     print(f"wrote {write_result(name, result)}")
     return 0
+
+
+class RssSampler:
+    """Resident memory of this process, read from /proc once a second in a thread: the peak of
+    each 10-second window shows which stage of the build holds the memory."""
+
+    def __init__(self, every: float = 1.0) -> None:
+        self.peaks: dict[int, float] = {}
+        self._start, self._every, self._done = time.perf_counter(), every, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop sampling."""
+        self._done.set()
+        self._thread.join()
+
+    def series(self) -> list[list[float]]:
+        """[window start in seconds, peak MiB] for each 10-second window."""
+        return [[10 * w, round(mb, 1)] for w, mb in sorted(self.peaks.items())]
+
+    def _run(self) -> None:
+        while not self._done.wait(self._every):
+            window = int((time.perf_counter() - self._start) // 10)
+            self.peaks[window] = max(self.peaks.get(window, 0.0), _rss_mb())
+
+
+def _rss_mb() -> float:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+    except (OSError, StopIteration):
+        return 0.0
 
 
 def _slice(dataset: Dataset, limit: int) -> Dataset:
