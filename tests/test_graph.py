@@ -148,12 +148,12 @@ def test_candidate_sets_stay_those_a_fresh_search_gives(tmp_path: Path) -> None:
     kept = Candidates(vectors, tau=0.8, per_key=8)
     ids = list(data)
     kept.add(ids[:120], np.stack([data[i] for i in ids[:120]]))
-    kept.of(ids[:120], np.stack([data[i] for i in ids[:120]]))  # cached before the changes
+    kept.of(ids[:120], lambda n: data[ids[n]])  # cached before the changes
     kept.add(ids[120:], np.stack([data[i] for i in ids[120:]]))
     kept.remove(ids[::7])
     alive = [i for i in ids if i % 7 != 1]
-    cached = kept.of(alive, np.stack([data[i] for i in alive]))
-    fresh = Candidates(vectors, tau=0.8, per_key=8).of(alive, np.stack([data[i] for i in alive]))
+    cached = kept.of(alive, lambda n: data[alive[n]])
+    fresh = Candidates(vectors, tau=0.8, per_key=8).of(alive, lambda n: data[alive[n]])
     assert cached == fresh
     assert max(len(c) for c in cached) == 7 and any(0 < len(c) < 7 for c in cached)
     store.close()

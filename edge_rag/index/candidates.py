@@ -17,7 +17,7 @@ when asked for. The sets are those a fresh search gives (up to the order of equa
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -35,11 +35,12 @@ class Candidates:
         self.per_key = per_key
         self._near: dict[int, list[tuple[float, int]]] = {}  # id -> (−cos, id), best first
 
-    def of(self, ids: Sequence[int], vectors: np.ndarray) -> list[list[int]]:
-        """Each name's candidates (ids, itself excluded), given its id and name vector."""
+    def of(self, ids: Sequence[int], vector_of: Callable[[int], np.ndarray]) -> list[list[int]]:
+        """Each name's candidates (ids, itself excluded), given the ids and how to get the name
+        vector of the n-th (read only for names whose set is not kept)."""
         missing = [n for n, i in enumerate(ids) if i not in self._near]
         if missing:
-            found = self.vectors.search_many(vectors[missing], self.per_key)
+            found = self.vectors.search_many(np.stack([vector_of(n) for n in missing]), self.per_key)
             for n, (keys, sims) in zip(missing, found):
                 self._near[ids[n]] = self._kept(keys, sims)
         return [[j for _, j in self._near[i] if j != i] for i in ids]

@@ -228,7 +228,7 @@ class GraphBuilder:
         from the candidate sets kept between batches (``candidates.py``)."""
         if not rows:
             return []
-        near = self.candidates.of([row.id for row in rows], np.stack([row.vector for row in rows]))
+        near = self.candidates.of([row.id for row in rows], lambda n: rows[n].vector)
         keys = self.tables.key_rows_by_id(sorted({i for ids in near for i in ids}))
         return [{keys[i].key for i in ids if i in keys} for ids in near]
 
