@@ -176,7 +176,12 @@ class GraphBuilder:
         self.store.bump_generation("relation")
 
     def _merged_mentions(self, keys: Iterable[str]) -> dict[str, _Key]:
-        return {key: _summarise(key, rows) for key, rows in self.tables.mentions(keys).items()}
+        # A slice of keys at a time: a region's dates and years carry thousands of mentions each.
+        ordered, out = sorted(keys), dict[str, _Key]()
+        for start in range(0, len(ordered), STRUCTURAL_SLICE):
+            found = self.tables.mentions(ordered[start : start + STRUCTURAL_SLICE])
+            out.update((key, _summarise(key, rows)) for key, rows in found.items())
+        return out
 
     def _neighbours_before(self, dying: Iterable[KeyRow]) -> set[str]:
         # A key about to disappear may have bridged a component or shared a node: its old
