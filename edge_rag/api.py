@@ -131,7 +131,7 @@ class EdgeRAG:
         files = [p for p in paths if not isinstance(p, Document)]
         docs = [p for p in paths if isinstance(p, Document)]
         stream = _chain(docs, files, limit, self.settings.follow_symlinks)
-        with WriteLock(self.directory):
+        with WriteLock(self.directory), self.store.unmapped():
             indexer = self._indexer()
             show = self.settings.progress if progress is None else progress
             report = indexer.insert(stream, show)

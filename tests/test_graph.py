@@ -10,10 +10,19 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies
 
-from edge_rag import EdgeRAG, NoSuchEntity
-from edge_rag.index.aggregate import AggregationParams, EntityKey, aggregate, components
+from edge_rag import EdgeRAG, NoSuchEntity, Settings
+from edge_rag.index.aggregate import (
+    AggregationParams,
+    EntityKey,
+    aggregate,
+    components,
+    hybrid_scores,
+    same_entity,
+)
+from edge_rag.index.candidates import Candidates
 from edge_rag.index.extract import FastExtractor, parse_records
 from edge_rag.index.graph_builder import weight
+from edge_rag.store import GraphStore, VectorIndex
 from edge_rag.store.codec import decode
 from tests.conftest import LIHUA_ZIP, SMALL_SLM
 
@@ -107,6 +116,47 @@ def test_numbers_keep_dates_apart_even_when_everything_else_matches() -> None:
             for d in ("2026-01-06", "2026-01-07")]
     result = aggregate(keys, AggregationParams())
     assert len(result.groups) == 2 and result.similar == []
+
+
+def test_aggregation_judges_every_pair_of_a_large_component() -> None:
+    # Dates, years and spelling variants: merges and similar edges as judging each pair gives.
+    names = [f"{d} {m}" for d in range(1, 29) for m in ("may", "june")] + [
+        "the adam smith", "Adam-Smith", "adam smyth", "adam smith ltd", "li hua", "lihua", "li-hua x"]
+    keys = [EntityKey(n, "person" if "a" in n else "date", frozenset(n.split()[-1:]), 1) for n in names]
+    params = AggregationParams()
+    result = aggregate(keys, params)
+    ordered = sorted(keys, key=lambda k: k.key)
+    index = {k.key: i for i, k in enumerate(ordered)}
+    group_of = {key: n for n, group in enumerate(result.groups) for key in group}
+    scores = hybrid_scores(ordered, params.lam)
+    for a, b in itertools.combinations(ordered, 2):
+        if same_entity(a, b, float(scores[index[a.key], index[b.key]]), params):
+            assert group_of[a.key] == group_of[b.key]
+    assert group_of["li hua"] == group_of["lihua"]
+    assert len({group_of[f"{d} may"] for d in range(1, 29)}) == 28
+    assert all(group_of[a] != group_of[b] for a, b, _ in result.similar)
+
+
+def test_candidate_sets_stay_those_a_fresh_search_gives(tmp_path: Path) -> None:
+    # Clusters wider than the cap: names enter and leave sets as vectors come and go.
+    store = GraphStore.open(tmp_path, Settings())
+    vectors = VectorIndex(tmp_path, "entity", 16, "i8", store, file_min=10**6)
+    vectors.open(writable=True)
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(3, 16))
+    data = {i: centres[i % 3] + rng.normal(scale=0.35, size=16) for i in range(1, 241)}
+    kept = Candidates(vectors, tau=0.8, per_key=8)
+    ids = list(data)
+    kept.add(ids[:120], np.stack([data[i] for i in ids[:120]]))
+    kept.of(ids[:120], lambda n: data[ids[n]])  # cached before the changes
+    kept.add(ids[120:], np.stack([data[i] for i in ids[120:]]))
+    kept.remove(ids[::7])
+    alive = [i for i in ids if i % 7 != 1]
+    cached = kept.of(alive, lambda n: data[alive[n]])
+    fresh = Candidates(vectors, tau=0.8, per_key=8).of(alive, lambda n: data[alive[n]])
+    assert cached == fresh
+    assert max(len(c) for c in cached) == 7 and any(0 < len(c) < 7 for c in cached)
+    store.close()
 
 
 def test_components_are_weakly_connected() -> None:

@@ -100,6 +100,8 @@ def test_compact_after_deletes_returns_the_space(tmp_path, model_folder, capsys)
         tables = rag.stats().tables
         assert "(free)" not in tables and tables["chunks"] > 0
         assert sum(tables.values()) == (index / "index.sqlite").stat().st_size
+        # A bulk insert and stats read unmapped; readers keep the configured memory map.
+        assert rag.store.conn.execute("PRAGMA mmap_size").fetchone()[0] == rag.settings.sqlite_mmap_mb << 20
     with EdgeRAG.open(index, create=False) as rag:
         assert not rag._vectors().rebuilt and len(rag._vectors()) == len(NOTES)
         assert rag.retrieve(NOTES["bees"], top_k=1).chunks[0].source == "bees"

@@ -15,6 +15,7 @@ component's contents, so the result does not depend on the order entities were i
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ GENERIC_TYPES = frozenset({"", "unknown", "entity", "name", "other", "thing"})
 ARTICLES = re.compile(r"^(?:the|a|an)\s+")
 NON_ALNUM = re.compile(r"[\W_]+")
 DIGITS = re.compile(r"\d+")
+BLOCK_CELLS = 1 << 19  # (key, key) pairs scored at once: a few MiB of matrices
 
 
 @dataclass(frozen=True)
@@ -85,34 +87,111 @@ def same_numbers(a: EntityKey, b: EntityKey) -> bool:
 
 def hybrid_scores(keys: Sequence[EntityKey], lam: float) -> np.ndarray:
     """The matrix S of eq. 3 over a component (diagonal included)."""
-    names = [k.key for k in keys]
-    edit = process.cdist(names, names, scorer=Levenshtein.normalized_similarity, dtype=np.float32)
-    return lam * edit + (1.0 - lam) * jaccard_matrix([k.attributes for k in keys])
+    return _Scorer(keys, lam).rows(0, len(keys))
 
 
 def jaccard_matrix(sets: Sequence[frozenset[str]]) -> np.ndarray:
     """Pairwise Jaccard similarity; two empty sets score 0 (no evidence either way)."""
-    vocabulary = {token: i for i, token in enumerate(sorted(set().union(*sets)))}
+    member, sizes = _membership(sets)
+    return _jaccard(member, sizes, 0, len(sets))
+
+
+@dataclass(frozen=True)
+class ScoredPairs:
+    """The pairs i < j of a component with S(i, j) at a threshold, as parallel arrays."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    scores: np.ndarray
+
+    def at(self, threshold: float) -> list[tuple[int, int, float]]:
+        """(i, j, S) of the pairs with S ≥ threshold."""
+        keep = self.scores >= threshold
+        return list(zip(self.rows[keep].tolist(), self.cols[keep].tolist(), self.scores[keep].tolist()))
+
+
+def scored_pairs(keys: Sequence[EntityKey], lam: float, threshold: float) -> ScoredPairs:
+    """The pairs with S ≥ threshold, S computed a block of rows at a time: a component of n
+    names never holds the n × n matrix (2WikiMultihopQA's 1,842 dates would take ~80 MiB of
+    matrices at once), only blocks of at most ``BLOCK_CELLS`` pairs."""
+    scorer, n = _Scorer(keys, lam), len(keys)
+    step = max(1, BLOCK_CELLS // max(1, n))
+    parts = []
+    for start in range(0, n, step):
+        block = scorer.rows(start, min(n, start + step))
+        rows, cols = np.nonzero(block >= threshold)
+        keep = cols > rows + start
+        rows, cols = rows[keep], cols[keep]
+        parts.append((rows + start, cols, block[rows, cols]))
+    if not parts:
+        return ScoredPairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+    return ScoredPairs(*(np.concatenate([p[i] for p in parts]) for i in range(3)))
+
+
+class _Scorer:
+    """Rows of S (eq. 3) for a component: λ·EditSim + (1 − λ)·Jaccard of the attributes."""
+
+    def __init__(self, keys: Sequence[EntityKey], lam: float) -> None:
+        self.names = [k.key for k in keys]
+        self.member, self.sizes = _membership([k.attributes for k in keys])
+        self.lam = lam
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        edit = process.cdist(self.names[start:stop], self.names,
+                             scorer=Levenshtein.normalized_similarity, dtype=np.float32)
+        edit *= self.lam
+        edit += (1.0 - self.lam) * _jaccard(self.member, self.sizes, start, stop)
+        return edit
+
+
+def _membership(sets: Sequence[frozenset[str]]) -> tuple[np.ndarray, np.ndarray]:
+    # Only words that two or more sets share can meet in an intersection, so the membership
+    # matrix has a column per shared word alone (a component's descriptions have thousands of
+    # words used once); the set sizes count every word.
+    counts = Counter(token for tokens in sets for token in tokens)
+    vocabulary = {token: i for i, token in enumerate(sorted(t for t, n in counts.items() if n > 1))}
     member = np.zeros((len(sets), max(1, len(vocabulary))), dtype=np.float32)
     for row, tokens in enumerate(sets):
-        member[row, [vocabulary[t] for t in tokens]] = 1.0
-    inter = member @ member.T
-    sizes = member.sum(axis=1)
-    union = sizes[:, None] + sizes[None, :] - inter
-    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+        member[row, [vocabulary[t] for t in tokens if t in vocabulary]] = 1.0
+    return member, np.array([len(tokens) for tokens in sets], dtype=np.float32)
+
+
+def _jaccard(member: np.ndarray, sizes: np.ndarray, start: int, stop: int) -> np.ndarray:
+    inter = member[start:stop] @ member.T
+    union = sizes[start:stop, None] + sizes[None, :] - inter
+    return np.divide(inter, union, out=inter, where=union > 0)
 
 
 def aggregate(keys: Sequence[EntityKey], params: AggregationParams) -> Aggregation:
-    """Merge groups and similar edges of one weakly connected component."""
+    """Merge groups and similar edges of one weakly connected component.
+
+    Every pair of the component is judged (eqs. 3–5), but only pairs that can pass a rule are
+    visited in Python: keys whose compact names are equal, and pairs whose score S reaches the
+    merge or the similar threshold (found with numpy), so a component of thousands of names
+    (2WikiMultihopQA's dates) costs a few matrix passes, not millions of Python calls."""
     keys = sorted(keys, key=lambda k: k.key)
-    scores = hybrid_scores(keys, params.lam)
+    pairs = scored_pairs(keys, params.lam, min(params.merge, params.delta))
     parent = list(range(len(keys)))
-    pairs = [(i, j) for i in range(len(keys)) for j in range(i + 1, len(keys))]
-    for i, j in pairs:
-        if same_entity(keys[i], keys[j], float(scores[i, j]), params):
+    for i, j, score in _merge_candidates(keys, pairs, params):
+        if same_entity(keys[i], keys[j], score, params):
             _union(parent, i, j)
     groups = _groups(parent, keys)
-    return Aggregation([[k.key for k in g] for g in groups], _similar(keys, scores, parent, params))
+    return Aggregation([[k.key for k in g] for g in groups], _similar(keys, pairs, parent, params))
+
+
+def _merge_candidates(keys: Sequence[EntityKey], pairs: ScoredPairs,
+                      params: AggregationParams) -> list[tuple[int, int, float]]:
+    # The pairs ``same_entity`` can accept: S at the merge threshold, or equal compact names
+    # (whose score the rule does not read). Union-find's groups do not depend on the order
+    # pairs are joined in.
+    found = pairs.at(params.merge)
+    by_compact: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        if name := compact(key.key):
+            by_compact.setdefault(name, []).append(i)
+    for members in by_compact.values():
+        found.extend((a, b, 0.0) for n, a in enumerate(members) for b in members[n + 1:])
+    return found
 
 
 def representative(group: Iterable[EntityKey]) -> EntityKey:
@@ -133,16 +212,16 @@ def components(nodes: Iterable[str], edges: Iterable[tuple[str, str]]) -> list[l
     return sorted(found.values())
 
 
-def _similar(keys: Sequence[EntityKey], scores: np.ndarray, parent: list[int],
+def _similar(keys: Sequence[EntityKey], pairs: ScoredPairs, parent: list[int],
              params: AggregationParams) -> list[tuple[str, str, float]]:
     # One edge per pair of merged groups, scored by the best key pair between them (eq. 5).
     best: dict[tuple[int, int], float] = {}
-    for i in range(len(keys)):
-        for j in range(i + 1, len(keys)):
-            gi, gj = _find(parent, i), _find(parent, j)
-            if gi != gj and scores[i, j] >= params.delta and same_numbers(keys[i], keys[j]):
-                pair = (min(gi, gj), max(gi, gj))
-                best[pair] = max(best.get(pair, 0.0), float(scores[i, j]))
+    numbers = [DIGITS.findall(k.key) for k in keys]
+    for i, j, score in pairs.at(params.delta):
+        gi, gj = _find(parent, i), _find(parent, j)
+        if gi != gj and numbers[i] == numbers[j]:
+            pair = (min(gi, gj), max(gi, gj))
+            best[pair] = max(best.get(pair, 0.0), score)
     return sorted((keys[a].key, keys[b].key, round(s, 6)) for (a, b), s in best.items())
 
 

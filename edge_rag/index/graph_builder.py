@@ -28,10 +28,12 @@ import numpy as np
 
 from ..lexicon import STOPWORDS, entity_key
 from ..models.embedder import Embedder
+from ..models.pages import trim_heap
 from ..progress import Progress
 from ..store import GraphStore, VectorIndex
 from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow, embedded, join_texts
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
+from .candidates import Candidates
 from .extract import Extractor
 from .mentions import Extraction, chunk_hash, embedding_text
 
@@ -39,6 +41,7 @@ DESCRIPTION_CHARS = 400
 KEYWORD_CHARS = 120
 RELATION_TEXT_CHARS = 240
 CANDIDATES_PER_KEY = 32
+STRUCTURAL_SLICE = 256  # region nodes whose structural relations are derived at once
 CACHE_EVERY = 16  # model extractions committed to the cache per transaction
 # ω_r = 1 − Π(1 − p_i) over a relation's mentions, with p_i = PER_MENTION · strength_i / 10:
 # in (0, 1), rising with both stated strength and repeated support across chunks.
@@ -90,6 +93,7 @@ class GraphBuilder:
         self.extractor = extractor
         self.params = params
         self.batch_chunks = batch_chunks
+        self.candidates = Candidates(entity_vectors, params.tau, CANDIDATES_PER_KEY)
 
     # -- extraction ---------------------------------------------------------------------------
 
@@ -106,6 +110,10 @@ class GraphBuilder:
                     self._add_mentions(chunk_id, extraction)
                 self.refresh(self.tables.keys_of_chunks([c for c, _ in batch]))
             self.save_vectors()
+            # A batch's region (2Wiki: thousands of names and their relations) is built from
+            # many small objects; handing the freed heap back keeps the build's RSS from
+            # ratcheting up batch by batch.
+            trim_heap()
             report.chunks += len(batch)
             bar.update(len(batch))
         bar.close()
@@ -168,7 +176,12 @@ class GraphBuilder:
         self.store.bump_generation("relation")
 
     def _merged_mentions(self, keys: Iterable[str]) -> dict[str, _Key]:
-        return {key: _summarise(key, rows) for key, rows in self.tables.mentions(keys).items()}
+        # A slice of keys at a time: a region's dates and years carry thousands of mentions each.
+        ordered, out = sorted(keys), dict[str, _Key]()
+        for start in range(0, len(ordered), STRUCTURAL_SLICE):
+            found = self.tables.mentions(ordered[start : start + STRUCTURAL_SLICE])
+            out.update((key, _summarise(key, rows)) for key, rows in found.items())
+        return out
 
     def _neighbours_before(self, dying: Iterable[KeyRow]) -> set[str]:
         # A key about to disappear may have bridged a component or shared a node: its old
@@ -181,19 +194,22 @@ class GraphBuilder:
 
     def _store_keys(self, alive: dict[str, _Key], dead: set[str]) -> None:
         old = self.tables.key_rows(set(alive) | dead)
-        self.entity_vectors.remove([old[k].id for k in dead if k in old])
         self.tables.delete_keys(sorted(dead))
         stale = [k for k, v in alive.items() if k not in old or embedding_text(old[k].name)
                  != embedding_text(v.name)]
         vectors = dict(zip(stale, self.embedder.embed([embedding_text(alive[k].name) for k in stale])))
+        renamed = [old[k].id for k in dead | set(stale) if k in old]
+        added: list[int] = []
         for key, info in sorted(alive.items()):
             vector = vectors[key] if key in vectors else old[key].vector
             # A name's description is derived from its mentions whenever aggregation needs it;
             # nothing reads it back from entity_keys, so none is stored there.
             row_id = self.tables.upsert_key(key, info.name, info.type, "", info.mentions, vector)
             if key in vectors:
-                self.entity_vectors.remove([row_id])
-                self.entity_vectors.add([row_id], vector[None, :])
+                added.append(row_id)
+        self.candidates.remove(renamed)
+        if added:
+            self.candidates.add(added, np.stack([vectors[k] for k in sorted(vectors)]))
 
     def _region(self, seeds: set[str]) -> tuple[set[str], set[tuple[str, str]]]:
         """Whole components (eq. 2) around the seeds, plus the old node-mates of every key in them."""
@@ -213,13 +229,11 @@ class GraphBuilder:
         return region, edges
 
     def _candidates(self, rows: list) -> list[set[str]]:
-        """For each key row, the keys whose name vector has cos ≥ τ with its own (eq. 1);
-        one batched search for all of them."""
+        """For each key row, the keys whose name vector has cos ≥ τ with its own (eq. 1),
+        from the candidate sets kept between batches (``candidates.py``)."""
         if not rows:
             return []
-        found = self.entity_vectors.search_many(np.stack([row.vector for row in rows]), CANDIDATES_PER_KEY)
-        near = [[int(i) for i, s in zip(ids, sims) if s >= self.params.tau and int(i) != row.id]
-                for row, (ids, sims) in zip(rows, found)]
+        near = self.candidates.of([row.id for row in rows], lambda n: rows[n].vector)
         keys = self.tables.key_rows_by_id(sorted({i for ids in near for i in ids}))
         return [{keys[i].key for i in ids if i in keys} for ids in near]
 
@@ -261,18 +275,40 @@ class GraphBuilder:
 
     def _add_structural(self, region: set[str], node_of: dict[str, int],
                         reusable: dict[str, np.ndarray]) -> None:
-        mentions = self.tables.relation_mentions(region)
+        """Structural relations of the region's nodes, derived a slice of nodes at a time.
+
+        A node pair belongs to the slice holding its smallest node of the region, and every
+        mention of the pair touches that node's keys, so each relation is built once from all
+        of its mentions while only one slice's mentions are in memory (a 2Wiki batch's region
+        of dates and years reaches ~580k mentions: ~50 MiB of rows at once)."""
+        keys_of: dict[int, list[str]] = defaultdict(list)
+        for key, node in node_of.items():
+            keys_of[node].append(key)
+        nodes, relations = sorted(keys_of), list[NewRelation]()
+        for start in range(0, len(nodes), STRUCTURAL_SLICE):
+            owned = set(nodes[start : start + STRUCTURAL_SLICE])
+            by_pair = self._pairs_owned(owned, keys_of, node_of)
+            names = self.tables.entity_names({n for pair in by_pair for n in pair})
+            relations.extend(_structural(pair, rows, names) for pair, rows in by_pair.items())
+        # Inserted in pair order, as one pass over the whole region would: relation ids (and so
+        # the batches relation vectors are embedded in) do not depend on the slicing.
+        relations.sort(key=lambda r: (r.source_id, r.target_id))
+        self._insert_relations(relations, reusable)
+
+    def _pairs_owned(self, owned: set[int], keys_of: dict[int, list[str]],
+                     node_of: dict[str, int]) -> dict[tuple[int, int], list[RelationMentionRow]]:
+        mentions = self.tables.relation_mentions(k for n in owned for k in keys_of[n])
         outside = self.tables.entity_of_keys({k for m in mentions for k in (m.source_key, m.target_key)}
                                              - set(node_of))
         by_pair: dict[tuple[int, int], list[RelationMentionRow]] = defaultdict(list)
         for m in mentions:
             a, b = node_of.get(m.source_key, outside.get(m.source_key)), node_of.get(
                 m.target_key, outside.get(m.target_key))
-            if a is not None and b is not None and a != b:
+            if a is None or b is None or a == b:
+                continue
+            if min(n for n in (a, b) if n in keys_of) in owned:
                 by_pair[(min(a, b), max(a, b))].append(m)
-        names = self.tables.entity_names({n for pair in by_pair for n in pair})
-        self._insert_relations([_structural(pair, rows, names) for pair, rows in sorted(by_pair.items())],
-                               reusable)
+        return by_pair
 
     def _insert_relations(self, relations: list[NewRelation], reusable: dict[str, np.ndarray]) -> None:
         # Relations whose text changed get their vector in ``embed_pending`` once per update,

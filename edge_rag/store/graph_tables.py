@@ -42,13 +42,21 @@ class RelationMentionRow:
 
 @dataclass(frozen=True)
 class KeyRow:
-    """A stored entity name: its row id (the vector key), node and name vector."""
+    """A stored entity name: its row id (the vector key), node and name vector.
+
+    The vector is kept as its stored 8-bit code and decoded when read: a build's region holds
+    thousands of these rows and most of them never need their vector."""
 
     id: int
     key: str
     entity_id: int | None
     name: str
-    vector: np.ndarray
+    code: bytes
+
+    @property
+    def vector(self) -> np.ndarray:
+        """The unit name vector."""
+        return decode(self.code)
 
 
 @dataclass(frozen=True)
@@ -188,7 +196,7 @@ class GraphTables:
                 f"SELECT id, key, entity_id, name, vector FROM entity_keys WHERE {column} IN "
                 f"({marks(part)})", part)
             for row in rows:
-                yield KeyRow(row[0], row[1], row[2], row[3], decode(row[4]))
+                yield KeyRow(row[0], row[1], row[2], row[3], row[4])
 
     def upsert_key(self, key: str, name: str, type_: str, description: str, mentions: int,
                    vector: np.ndarray) -> int:

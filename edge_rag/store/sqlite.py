@@ -110,6 +110,20 @@ class GraphStore:
             raise
         self.conn.execute("COMMIT")
 
+    @contextmanager
+    def unmapped(self) -> Iterator[None]:
+        """Read through SQLite's bounded page cache instead of memory-mapping the file.
+
+        A bulk insert touches most of the file (and ``VACUUM`` all of it); mapped pages count in
+        the writer's resident memory up to ``sqlite_mmap_mb`` (issue 16's build bound), while
+        the page cache stays within ``sqlite_cache_mb``. Readers keep the mapping."""
+        mapped = self._pragma("mmap_size")
+        self.conn.execute("PRAGMA mmap_size = 0")
+        try:
+            yield
+        finally:
+            self.conn.execute(f"PRAGMA mmap_size = {mapped}")
+
     # -- manifest -------------------------------------------------------------------------
 
     def data_version(self) -> tuple[int, int]:
@@ -380,9 +394,10 @@ class GraphStore:
         """Bytes of each table with its indexes, largest first (SQLite's ``dbstat``; empty where
         the SQLite build lacks it). Pages on the free list are reported as ``(free)``."""
         try:
-            rows = self.conn.execute(
-                "SELECT coalesce(s.tbl_name, d.name), sum(d.pgsize) FROM dbstat d "
-                "LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1").fetchall()
+            with self.unmapped():  # it visits every page: mapping them all would inflate RSS
+                rows = self.conn.execute(
+                    "SELECT coalesce(s.tbl_name, d.name), sum(d.pgsize) FROM dbstat d "
+                    "LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1").fetchall()
         except sqlite3.OperationalError:
             return {}
         out = dict(sorted(((str(n), int(b)) for n, b in rows), key=lambda kv: (-kv[1], kv[0])))

@@ -67,7 +67,10 @@ class ExactVectors:
         gone = np.asarray(keys, dtype=np.uint64)
         self._pending = [(k[keep], r[keep]) for k, r in self._pending
                          if (keep := ~np.isin(k, gone)).any()]
-        self._removed.update(int(k) for k in gone)
+        # Only keys present are remembered: a build drops every relation of the region it
+        # rebuilds, most of them without a vector, and this kind may not be searched (merged)
+        # before the build ends (a 2Wiki build piled up millions of absent keys here).
+        self._removed.update(int(k) for k in gone[np.isin(gone, self.keys)])
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(keys, cosine similarities) of the k nearest rows of each query, best first: one

@@ -1,0 +1,94 @@
+"""Candidate sets of eq. 1, searched once per entity name and kept in step as names come and go.
+
+    N(e_i) = {e_j | cos(v_i, v_j) ≥ τ}
+
+Interpretation: as before this module, N(e_i) is read from the ``per_key`` nearest name
+vectors of e_i (itself among them) and keeps those at cos ≥ τ; the cap bounds a name's
+degree in the candidate graph whose weakly connected components (eq. 2) are aggregated.
+
+A build refreshes the graph batch by batch, and each batch re-derives whole components, so the
+same names (2WikiMultihopQA's 1,842 dates form one component) would be searched again in every
+batch. Here each name is searched once and its set kept: a new name is searched with a range
+large enough to hold every name at cos ≥ τ, and enters the sets of those names whose ``per_key``
+nearest it now belongs to; a removed name drops every set that held it, to be searched again
+when asked for. The sets are those a fresh search gives (up to the order of equal scores).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..store import VectorIndex
+
+RANGE_FACTOR = 4  # a new name is searched for RANGE_FACTOR × per_key neighbours, more if all pass τ
+
+
+class Candidates:
+    """The entity name vectors of an index with each name's candidate set (eq. 1) cached."""
+
+    def __init__(self, vectors: VectorIndex, tau: float, per_key: int) -> None:
+        self.vectors = vectors
+        self.tau = tau
+        self.per_key = per_key
+        self._near: dict[int, list[tuple[float, int]]] = {}  # id -> (−cos, id), best first
+
+    def of(self, ids: Sequence[int], vector_of: Callable[[int], np.ndarray]) -> list[list[int]]:
+        """Each name's candidates (ids, itself excluded), given the ids and how to get the name
+        vector of the n-th (read only for names whose set is not kept)."""
+        missing = [n for n, i in enumerate(ids) if i not in self._near]
+        if missing:
+            found = self.vectors.search_many(np.stack([vector_of(n) for n in missing]), self.per_key)
+            for n, (keys, sims) in zip(missing, found):
+                self._near[ids[n]] = self._kept(keys, sims)
+        return [[j for _, j in self._near[i] if j != i] for i in ids]
+
+    def add(self, ids: Sequence[int], vectors: np.ndarray) -> None:
+        """Add name vectors to the index, with their own sets and their place in others'."""
+        if not ids:
+            return
+        self.vectors.add(list(ids), vectors)
+        found = self._in_range(vectors)
+        for i, (keys, sims) in zip(ids, found):
+            self._near[i] = self._kept(keys, sims)
+        new = set(ids)
+        for i, (keys, sims) in zip(ids, found):
+            for j, sim in zip(keys.tolist(), sims.tolist()):
+                if sim >= self.tau and j not in new and j in self._near:
+                    self._enter(self._near[j], -sim, i)
+
+    def remove(self, ids: Sequence[int]) -> None:
+        """Remove name vectors; every set that held one of them is searched again when asked."""
+        if not ids:
+            return
+        self.vectors.remove(list(ids))
+        gone = set(ids)
+        for i in gone:
+            self._near.pop(i, None)
+        for i in [i for i, near in self._near.items() if any(j in gone for _, j in near)]:
+            del self._near[i]
+
+    def _kept(self, keys: np.ndarray, sims: np.ndarray) -> list[tuple[float, int]]:
+        return sorted((-s, j) for j, s in zip(keys[: self.per_key].tolist(),
+                                              sims[: self.per_key].tolist()) if s >= self.tau)
+
+    def _enter(self, near: list[tuple[float, int]], negative: float, i: int) -> None:
+        # Joins when the set has room under the cap or i beats its last member.
+        if len(near) < self.per_key or negative < near[-1][0]:
+            bisect.insort(near, (negative, i))
+            del near[self.per_key:]
+
+    def _in_range(self, vectors: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        # Every neighbour at cos ≥ τ: widen the search for rows whose last neighbour still passes.
+        k = RANGE_FACTOR * self.per_key
+        found = self.vectors.search_many(vectors, k)
+        while True:
+            short = [n for n, (keys, sims) in enumerate(found)
+                     if len(keys) == k and sims[-1] >= self.tau]
+            if not short or k >= len(self.vectors):
+                return found
+            k *= RANGE_FACTOR
+            for n, wider in zip(short, self.vectors.search_many(vectors[short], k)):
+                found[n] = wider
