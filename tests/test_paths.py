@@ -31,8 +31,11 @@ NOTES = {
 # `edge-rag index` whose third document stops arriving once its transaction has begun: the
 # process holds the write lock and an open transaction, and says so in a marker file.
 HELD_CLI = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
     from pathlib import Path
+    # Ctrl-C as in a terminal, even when this test runs in a background job (which starts with
+    # SIGINT ignored, and a child inherits that).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import edge_rag.api as api
     from edge_rag.cli import main
     from edge_rag.index import Document
