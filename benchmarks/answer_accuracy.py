@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from edge_rag import EdgeRAG, Settings
+from edge_rag.answer import ONLY_CITATIONS
 from edge_rag.prompts import FOCUSED_PROMPT_VERSION, PROMPT_VERSION
 from edge_rag.retrieve import RETRIEVAL_VERSION
 
@@ -230,8 +231,6 @@ def _stage_summary(rows: list[dict]) -> dict:
                       for f in sorted({str(r.get("form")) for r in rows})}}
 
 
-# Citations ("[1]", "[1, 2]") and punctuation, nothing else: a bare number ("314159") is an answer.
-ONLY_CITATIONS = re.compile(r"^(?:[\s,.;:-]|\[\d+(?:\s*,\s*\d+)*\])*$")
 QUOTE_MARK = ' — "'
 
 

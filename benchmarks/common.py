@@ -63,13 +63,25 @@ def peak_rss_mb() -> float:
 
     Reads VmHWM on Linux: ru_maxrss would include the peak of the parent that forked us.
     """
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            line = next(line for line in status if line.startswith("VmHWM:"))
-        return int(line.split()[1]) / 1024
-    except (OSError, StopIteration):
+    found = _status_mb("VmHWM")
+    if found is None:
         scale = 1 if sys.platform == "darwin" else 1024
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+    return found
+
+
+def rss_mb() -> float:
+    """Resident set size of this process now, in MiB (VmRSS; 0 where /proc is missing)."""
+    return _status_mb("VmRSS") or 0.0
+
+
+def _status_mb(field: str) -> float | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            line = next(line for line in status if line.startswith(f"{field}:"))
+        return int(line.split()[1]) / 1024
+    except (OSError, StopIteration):
+        return None
 
 
 def percentiles(values: list[float], digits: int = 1) -> dict[str, float]:

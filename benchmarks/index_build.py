@@ -24,7 +24,7 @@ from pathlib import Path
 
 from edge_rag import Settings
 
-from .common import peak_rss_mb, write_result
+from .common import peak_rss_mb, rss_mb, write_result
 from .datasets import DATASETS, INDEXES, Dataset, open_index
 
 
@@ -81,15 +81,7 @@ class RssSampler:
     def _run(self) -> None:
         while not self._done.wait(self._every):
             window = int((time.perf_counter() - self._start) // 10)
-            self.peaks[window] = max(self.peaks.get(window, 0.0), _rss_mb())
-
-
-def _rss_mb() -> float:
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
-    except (OSError, StopIteration):
-        return 0.0
+            self.peaks[window] = max(self.peaks.get(window, 0.0), rss_mb())
 
 
 def _slice(dataset: Dataset, limit: int) -> Dataset:

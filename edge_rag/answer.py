@@ -20,7 +20,7 @@ from rapidfuzz import fuzz
 from . import prompts
 from .abstain import unsupported
 from .focus import Focus, SourceDoc, choose, split_document
-from .forms import Form, answer_form, answer_span, start_mask
+from .forms import SPEAKER_LINE, Form, answer_form, answer_span, compact_text, start_mask
 from .models.constraints import TokenMask
 from .models.slm import SLM, GenerationConfig
 from .retrieve import Retrieval, RetrievedChunk
@@ -30,7 +30,6 @@ CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
 ONLY_CITATIONS = re.compile(r"^(?:[\s,.;:-]|\[\d+(?:\s*,\s*\d+)*\])*$")
 
 CHAT_OVERHEAD_TOKENS = 32
-SPEAKER_PREFIX = re.compile(r"^([^\s:][^:\n]{0,40}?):\s")
 MAX_NAME_TOKENS = 8
 NO_ANSWER_STARTS = ("Insufficient", "insufficient", "INSUFFICIENT", " Insufficient", " insufficient")
 DATED_DOCS = 3
@@ -131,10 +130,6 @@ class Answerer:
     def _truncate(self, text: str, tokens: int) -> str:
         encoding = self.slm.tokenizer.encode(text, add_special_tokens=False)
         return text[: encoding.offsets[tokens - 1][1]] if len(encoding.ids) > tokens else text
-
-
-def _compact(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
 def _short(source: str) -> str:
@@ -304,13 +299,13 @@ class FocusedAnswerer:
         # "Insufficient": abstaining was decided before, by the threshold. Nor does it copy a
         # whole chat message with its "Speaker:" prefix: a 0.5B model in that mode copies the
         # message most like the question instead of answering it.
-        speakers = {_compact(m.group(1)) for line in prepared.focus.lines
-                    if (m := SPEAKER_PREFIX.match(line.text))}
+        speakers = {compact_text(m.group(1)) for line in prepared.focus.lines
+                    if (m := SPEAKER_LINE.match(line.text))}
 
         def allowed(step: int, ids: list[int]) -> np.ndarray | None:
             if step == 0:
                 return self._open_tokens()
-            if step <= MAX_NAME_TOKENS and _compact(self.slm.tokenizer.decode(ids[:step])) in speakers:
+            if step <= MAX_NAME_TOKENS and compact_text(self.slm.tokenizer.decode(ids[:step])) in speakers:
                 return self._no_colon_tokens()
             return None
 
@@ -318,22 +313,23 @@ class FocusedAnswerer:
 
     def _no_colon_tokens(self) -> np.ndarray:
         if self._no_colon_ids is None:
-            colon = {i for token, i in self.slm.tokenizer.get_vocab().items()
-                     if token.lstrip("Ġ▁ ").startswith(":")}
-            self._no_colon_ids = np.array(sorted(set(range(self.slm.tokenizer.get_vocab_size()))
-                                                 - colon))
+            self._no_colon_ids = self._vocabulary_without(self._starting_with(":"))
         return self._no_colon_ids
 
     def _open_tokens(self) -> np.ndarray:
         if self._open_ids is None:
-            vocab = self.slm.tokenizer.get_vocab()
-            bracket = {i for token, i in vocab.items() if token.lstrip("Ġ▁ ").startswith("[")}
             # Every spelling of the abstention's first token ("insufficient information. [1]"
             # is an abstention the evidence rules did not decide).
-            bracket |= {self._ids(word)[0] for word in NO_ANSWER_STARTS}
-            self._open_ids = np.array(sorted(set(range(self.slm.tokenizer.get_vocab_size()))
-                                             - bracket))
+            abstaining = {self._ids(word)[0] for word in NO_ANSWER_STARTS}
+            self._open_ids = self._vocabulary_without(self._starting_with("[") | abstaining)
         return self._open_ids
+
+    def _starting_with(self, char: str) -> set[int]:
+        return {i for token, i in self.slm.tokenizer.get_vocab().items()
+                if token.lstrip("Ġ▁ ").startswith(char)}
+
+    def _vocabulary_without(self, excluded: set[int]) -> np.ndarray:
+        return np.array(sorted(set(range(self.slm.tokenizer.get_vocab_size())) - excluded))
 
     def _finish(self, text: str, prepared: Prepared) -> str:
         """The answer as shown: abstention, or text that cites a source and is not only citations."""

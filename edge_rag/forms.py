@@ -79,9 +79,9 @@ def answer_form(question: str, evidence: str, chat: bool, best: list[str] | None
         return Form(kind, (match.group(1).strip(), match.group(2).strip()) if match else ())
     if kind == "who":
         # The question's own subject is not its answer ("Who invites Li Hua ...?").
-        asked = _compact(question)
+        asked = compact_text(question)
         names = _best_names(best) if chat and best else _names(evidence, chat)
-        return Form(kind, tuple(n for n in names if _compact(n) not in asked))
+        return Form(kind, tuple(n for n in names if compact_text(n) not in asked))
     if kind in ("time", "when"):
         # A past event of a chat is dated by the chat ("When did ...?"); a planned one by what
         # the messages say ("When does/will ...?").
@@ -104,9 +104,9 @@ def _said_by_subject(question: str, evidence: str) -> str:
     """In a chat, the lines of the speaker a what-time question is about ("What time does Li Hua
     check in ...?" is answered by what Li Hua says), or all the evidence when that speaker has
     no time to offer."""
-    asked = _compact(question)
+    asked = compact_text(question)
     lines = [line for line in evidence.splitlines()
-             if (m := SPEAKER_LINE.match(line)) and _compact(m.group(1)) in asked]
+             if (m := SPEAKER_LINE.match(line)) and compact_text(m.group(1)) in asked]
     return "\n".join(lines) if any(TIME_SPAN.search(line) for line in lines) else evidence
 
 
@@ -125,7 +125,8 @@ def _names(evidence: str, chat: bool) -> tuple[str, ...]:
     return _unique(names)
 
 
-def _compact(text: str) -> str:
+def compact_text(text: str) -> str:
+    """Lower-case letters and digits only ("Li Hua:" → "lihua"), to compare names as written."""
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
