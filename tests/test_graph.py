@@ -24,6 +24,7 @@ from edge_rag.index.extract import FastExtractor, parse_records
 from edge_rag.index.graph_builder import weight
 from edge_rag.store import GraphStore, VectorIndex
 from edge_rag.store.codec import decode
+from edge_rag.store.schema import SCHEMA_VERSION
 from tests.conftest import LIHUA_ZIP, SMALL_SLM
 
 # Crafted chats in which the same people are written in several ways.
@@ -263,7 +264,7 @@ def test_a_version_1_index_is_migrated_and_its_chunks_join_the_graph(tmp_path: P
         db.execute("UPDATE manifest SET value = json_remove(value, '$.extractor') "
                    "WHERE key = 'index_settings'")
     with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
-        assert rag.stats().schema_version == "4" and len(rag.documents()) == 1
+        assert rag.stats().schema_version == str(SCHEMA_VERSION) and len(rag.documents()) == 1
         report = rag.insert_text(CRAFTED["b.txt"], source="b")
         assert report.graph.chunks == 2  # the old chunk and the new one
         assert rag.stats().chunks_in_graph == rag.stats().chunks == 2

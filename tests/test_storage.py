@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import pytest
 
 from edge_rag import EdgeRAG
 from edge_rag.cli import main
+from edge_rag.index.graph_builder import relation_text
 from edge_rag.store import codec
+from edge_rag.store.schema import INDEXES_V4, SCHEMA_VERSION, TEXT_SHA_DIGITS
 
 NOTES = {
     "otters": "Otters hold hands while they sleep so that they do not drift apart.",
@@ -31,24 +34,28 @@ def test_codes_keep_cosine_and_are_stable():
     vectors = rng.normal(size=(64, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     blobs = codec.encode_rows(vectors)
-    assert {len(b) for b in blobs} == {384}  # one byte per dimension
+    assert {len(b) for b in blobs} == {193} and all(codec.is_packed(b) for b in blobs)  # 4 bits a dimension
     back = codec.decode_rows(blobs)
-    assert np.allclose(np.sum(back * vectors, axis=1), 1.0, atol=2e-3)
+    assert np.sum(back * vectors, axis=1).min() > 0.985
     assert codec.encode_rows(back) == blobs  # decoding and encoding again changes nothing
+    odd = codec.encode_rows(vectors[:, :383])  # an odd dimension is padded, and read back as it was
+    assert codec.code_rows(odd).shape == (64, 383) and codec.code_of(odd[0]).shape == (383,)
+    old = [codec.codes(v).tobytes() for v in vectors]  # a schema 4 blob: 8-bit codes
+    assert np.allclose(codec.decode_rows(old), codec.unit(codec.codes(vectors)))
 
 
-def test_sqlite_holds_i8_codes_and_the_i8_file_holds_the_same(tmp_path, model_folder):
+def test_sqlite_holds_4bit_levels_and_the_i8_file_holds_the_same(tmp_path, model_folder):
     index = _index(tmp_path / "index")
     with sqlite3.connect(index / "index.sqlite") as db:
         rows = db.execute("SELECT id, vector FROM chunks ORDER BY id").fetchall()
-    assert {len(blob) for _, blob in rows} == {384}
+    assert {len(blob) for _, blob in rows} == {193}
     assert not list(index.glob("*.usearch"))  # below vector_file_min: SQLite's codes only
     with EdgeRAG.open(index, create=False) as rag:
         exact = rag._vectors().exact
         assert exact is not None and exact.rows.dtype == np.int8
         held = dict(zip(exact.keys.tolist(), exact.rows))
         for key, blob in rows:
-            assert np.array_equal(held[key], np.frombuffer(blob, dtype=np.int8))
+            assert np.array_equal(held[key], codec.code_of(blob))
         for source, text in NOTES.items():
             top = rag.retrieve(text, top_k=1).chunks[0]
             assert top.source == source and top.score > 0.95
@@ -56,7 +63,7 @@ def test_sqlite_holds_i8_codes_and_the_i8_file_holds_the_same(tmp_path, model_fo
         stored = rag._vectors()
         assert stored.rebuilt and stored.index is not None and "i8" in str(stored.index.dtype).lower()
         for key, blob in rows:
-            assert np.array_equal(stored.index.get(key), np.frombuffer(blob, dtype=np.int8))
+            assert np.array_equal(stored.index.get(key), codec.code_of(blob))
         for source, text in NOTES.items():
             top = rag.retrieve(text, top_k=1).chunks[0]
             assert top.source == source and top.score > 0.95
@@ -73,7 +80,7 @@ def test_a_version_2_index_is_migrated_not_misread(tmp_path, model_folder):
         before = dict(db.execute("SELECT id, vector FROM chunks").fetchall())
     with EdgeRAG.open(index, create=False) as rag:
         stats = rag.stats()
-        assert stats.schema_version == "4"
+        assert stats.schema_version == str(SCHEMA_VERSION)
         for source, text in NOTES.items():
             top = rag.retrieve(text, top_k=1).chunks[0]
             assert top.source == source and top.score > 0.95
@@ -81,7 +88,7 @@ def test_a_version_2_index_is_migrated_not_misread(tmp_path, model_folder):
         after = dict(db.execute("SELECT id, vector FROM chunks").fetchall())
         assert db.execute("PRAGMA freelist_count").fetchone()[0] == 0
     for key, blob in before.items():
-        assert len(after[key]) == 384
+        assert len(after[key]) == 193
         assert np.array_equal(after[key], codec.encode(np.frombuffer(blob, dtype=np.float16)))
 
 
@@ -117,7 +124,7 @@ CHAT = ("Time: 20260408_08:38\nAlice: I am Alice from Hailey's Bakery. Your brea
         "Adam: Sure, I will go to Hailey's Bakery after the Gym.\n")
 
 
-def test_a_version_3_index_is_migrated_to_version_4(tmp_path, model_folder):
+def test_a_version_3_index_is_migrated_to_the_current_version(tmp_path, model_folder):
     index = tmp_path / "index"
     with EdgeRAG.open(index, progress=False) as rag:
         rag.insert_text(CHAT, source="chat")
@@ -133,7 +140,7 @@ def test_a_version_3_index_is_migrated_to_version_4(tmp_path, model_folder):
         db.execute("UPDATE manifest SET value = '3' WHERE key = 'schema_version'")
     assert linked > 0
     with EdgeRAG.open(index, create=False) as rag:
-        assert rag.stats().schema_version == "4"
+        assert rag.stats().schema_version == str(SCHEMA_VERSION)
         nodes = rag.store.graph.nodes()
         assert any(n.description for n in nodes)
         assert not any(n.description.startswith("stored ") for n in nodes)
@@ -147,6 +154,52 @@ def test_a_version_3_index_is_migrated_to_version_4(tmp_path, model_folder):
             names = {r[0] for r in db.execute("SELECT name FROM sqlite_schema WHERE type = 'index'")}
     assert {"relations_from", "relations_to"} <= names
     assert not names & {"relations_source", "relations_target"}
+
+
+def test_a_version_4_index_is_migrated_and_finds_the_same_relation_mentions(tmp_path, model_folder):
+    index = tmp_path / "index"
+    with EdgeRAG.open(index, progress=False) as rag:
+        rag.insert_text(CHAT, source="chat")
+    with sqlite3.connect(index / "index.sqlite") as db:  # what version 4 wrote
+        db.execute("CREATE INDEX relation_mentions_source ON relation_mentions(source_key)")
+        db.execute("CREATE INDEX relation_mentions_target ON relation_mentions(target_key)")
+        db.execute("CREATE INDEX relation_chunks_chunk ON relation_chunks(chunk_id, relation_id)")
+        db.execute("UPDATE relations SET description = 'as embedded', text_sha = text_sha || "
+                   "'0123456789abcdef' WHERE vector IS NOT NULL")
+        for table in ("chunks", "entity_keys", "relations"):  # 8-bit codes
+            rows = db.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL").fetchall()
+            db.executemany(f"UPDATE {table} SET vector = ? WHERE id = ?",
+                           [(codec.codes(codec.decode(b)).tobytes(), i) for i, b in rows])
+        db.execute("UPDATE manifest SET value = '4' WHERE key = 'schema_version'")
+        keys = [r[0] for r in db.execute("SELECT key FROM entity_mentions")]
+        rows = db.execute("SELECT chunk_id, source_key, target_key FROM relation_mentions").fetchall()
+    assert rows
+    with EdgeRAG.open(index, create=False) as rag:
+        assert rag.stats().schema_version == str(SCHEMA_VERSION)
+        for key in keys:  # through entity_mentions, the same rows the endpoint indexes found
+            found = {(r.chunk_id, r.source_key, r.target_key)
+                     for r in rag.store.graph.relation_mentions([key])}
+            assert found == {r for r in rows if key in r[1:]}
+        everything = rag.store.graph.relation_mentions(keys)
+        assert [(r.chunk_id, r.source_key, r.target_key) for r in everything] == sorted(rows)
+        assert rag.retrieve("Who picks up the bread?", method="dual", top_k=1).chunks[0].source == "chat"
+        # No description is stored beside a vector; the derived one is the text that was embedded.
+        names_of = rag.store.graph.entity_names(n.id for n in rag.store.graph.nodes())
+        shas = dict(rag.store.conn.execute("SELECT id, text_sha FROM relations WHERE vector IS NOT NULL"))
+        derived = {r.id: r for r in rag.store.graph.all_relations() if r.id in shas}
+        assert derived and all(r.description for r in derived.values())
+        for r in derived.values():
+            text = relation_text(names_of[r.source_id], names_of[r.target_id], r.keywords, r.description)
+            assert hashlib.sha256(text.encode()).hexdigest()[:TEXT_SHA_DIGITS] == shas[r.id]
+    with sqlite3.connect(index / "index.sqlite") as db:
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_schema WHERE type = 'index'")}
+        assert db.execute("SELECT value FROM manifest WHERE key = 'migrated_from'").fetchone()[0] == "4"
+        assert db.execute("SELECT count(*) FROM relations WHERE vector IS NOT NULL AND description != ''"
+                          ).fetchone()[0] == 0
+        for table in ("chunks", "entity_keys", "relations"):
+            blobs = [r[0] for r in db.execute(f"SELECT vector FROM {table} WHERE vector IS NOT NULL")]
+            assert blobs and all(len(b) == 193 and codec.is_packed(b) for b in blobs)
+    assert not names & set(INDEXES_V4)
 
 
 def test_exact_search_of_many_queries_in_slices_equals_one_call(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,8 +22,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..store import VectorIndex
+from ..store.codec import as_stored
 
 RANGE_FACTOR = 4  # a new name is searched for RANGE_FACTOR × per_key neighbours, more if all pass τ
+TIES = 4  # names beyond the cap searched so that equal scores at the cap are broken by id
 
 
 class Candidates:
@@ -40,7 +42,8 @@ class Candidates:
         vector of the n-th (read only for names whose set is not kept)."""
         missing = [n for n, i in enumerate(ids) if i not in self._near]
         if missing:
-            found = self.vectors.search_many(np.stack([vector_of(n) for n in missing]), self.per_key)
+            found = self.vectors.search_many(as_stored(np.stack([vector_of(n) for n in missing])),
+                                             self.per_key + TIES)
             for n, (keys, sims) in zip(missing, found):
                 self._near[ids[n]] = self._kept(keys, sims)
         return [[j for _, j in self._near[i] if j != i] for i in ids]
@@ -49,6 +52,7 @@ class Candidates:
         """Add name vectors to the index, with their own sets and their place in others'."""
         if not ids:
             return
+        vectors = as_stored(vectors)  # queried as stored: cosines are the same from either side
         self.vectors.add(list(ids), vectors)
         found = self._in_range(vectors)
         for i, (keys, sims) in zip(ids, found):
@@ -71,8 +75,9 @@ class Candidates:
             del self._near[i]
 
     def _kept(self, keys: np.ndarray, sims: np.ndarray) -> list[tuple[float, int]]:
-        return sorted((-s, j) for j, s in zip(keys[: self.per_key].tolist(),
-                                              sims[: self.per_key].tolist()) if s >= self.tau)
+        # Equal scores at the cap are broken by id, as ``_enter`` breaks them (4-bit name
+        # vectors tie more often than 8-bit ones did): a few more than the cap are searched.
+        return sorted((-s, j) for j, s in zip(keys.tolist(), sims.tolist()) if s >= self.tau)[: self.per_key]
 
     def _enter(self, near: list[tuple[float, int]], negative: float, i: int) -> None:
         # Joins when the set has room under the cap or i beats its last member.

@@ -31,7 +31,17 @@ from ..models.embedder import Embedder
 from ..models.pages import trim_heap
 from ..progress import Progress
 from ..store import GraphStore, VectorIndex
-from ..store.graph_tables import KeyRow, MentionRow, NewRelation, RelationMentionRow, embedded, join_texts
+from ..store.codec import as_stored
+from ..store.graph_tables import (
+    RELATION_DESCRIPTION_CHARS,
+    KeyRow,
+    MentionRow,
+    NewRelation,
+    RelationMentionRow,
+    embedded,
+    join_texts,
+)
+from ..store.schema import TEXT_SHA_DIGITS
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
 from .candidates import Candidates
 from .extract import Extractor
@@ -197,7 +207,12 @@ class GraphBuilder:
         self.tables.delete_keys(sorted(dead))
         stale = [k for k, v in alive.items() if k not in old or embedding_text(old[k].name)
                  != embedding_text(v.name)]
-        vectors = dict(zip(stale, self.embedder.embed([embedding_text(alive[k].name) for k in stale])))
+        # Name vectors as SQLite stores them (4-bit levels): a new name meets the candidate sets
+        # and aggregation exactly as it will when read back.
+        vectors: dict[str, np.ndarray] = {}
+        if stale:
+            fresh = self.embedder.embed([embedding_text(alive[k].name) for k in stale])
+            vectors = dict(zip(stale, as_stored(fresh)))
         renamed = [old[k].id for k in dead | set(stale) if k in old]
         added: list[int] = []
         for key, info in sorted(alive.items()):
@@ -356,7 +371,7 @@ def _structural(pair: tuple[int, int], rows: list[RelationMentionRow], names: di
     keywords = join_texts((r.keywords for r in rows), KEYWORD_CHARS, ", ")
     description, sha = "", None
     if embedded(keywords):  # the others are kept without a vector (see graph_tables)
-        description = join_texts((r.description for r in rows), DESCRIPTION_CHARS)
+        description = join_texts((r.description for r in rows), RELATION_DESCRIPTION_CHARS)
         sha = _sha(relation_text(names[pair[0]], names[pair[1]], keywords, description))
     return NewRelation("structural", pair[0], pair[1], keywords, description,
                        weight=round(weight([r.strength for r in rows]), 6), text_sha=sha,
@@ -377,4 +392,4 @@ def _summarise(key: str, rows: list[MentionRow]) -> _Key:
 
 
 def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:TEXT_SHA_DIGITS]

@@ -1,17 +1,26 @@
-"""The one vector codec: 8-bit codes at rest in SQLite, the same codes in the USearch files.
+"""The one vector codec: 4-bit codes at rest in SQLite, 8-bit codes for queries.
 
-Every vector the index keeps (chunks, entity names, relations) is written to SQLite as one byte
-per dimension: the vector scaled so its largest component is ±127, rounded (``i8`` codes, a
-quarter of f32's bytes). Cosine ignores scale, so the scale is not stored. SQLite's codes are
-the durable copy; an ``i8`` USearch file holds exactly these codes (they are handed to USearch
-as int8, so it quantises nothing again), and any vector file is rebuilt from SQLite bit for bit.
-``f16``/``f32`` vector files (the ``vector_dtype`` setting) take the decoded unit vectors.
+Every vector the index keeps (chunks, entity names, relations) is written to SQLite as 4 bits
+per dimension (schema 5): the vector divided by a step of ``SPREAD`` standard deviations over 7,
+rounded and clipped to the levels -7..7, two levels packed per byte behind a ``MARK`` byte (193
+bytes at 384 dimensions, an eighth of f32's). Cosine ignores scale, so no scale is stored. The
+levels are searched as int8 rows (USearch's ``i8`` kind, exactly and in HNSW files): a vector file
+holds exactly SQLite's levels and is rebuilt from SQLite bit for bit. A query is not stored, so
+it keeps 8 bits: the vector scaled so its largest component is ±127 (``codes``); asymmetric
+search loses less than quantising both sides. A stored vector used as a query (aggregation's
+candidate sets, eq. 1, taken ``as_stored``) queries with its own levels (``query_codes``), so
+two stored vectors have one cosine whichever of them asks. ``f16``/``f32`` vector files (the
+``vector_dtype`` setting) take the decoded unit vectors.
+
+Schema 3 and 4 blobs are 8-bit codes (one byte per dimension, never -128); a blob whose first
+byte is ``MARK`` (-128) is a 4-bit one, so either reads back right (``code_of``) and a
+migration re-encodes the old ones once.
 
 Interpretation: the paper stores vectors in its graph database without saying at what
-precision; all-MiniLM's cosine ranking survives 8 bits with max-abs scaling (measured in
-``benchmarks/results/retrieval_*``: every method's recall@5 within 0.01 of f16's). USearch's
-own f32 → i8 cast scales the *unit* vector by 127, which leaves a 384-d vector only ~5 levels
-per component; scaling by the largest component uses all 255.
+precision. Measured on dev (``benchmarks/results/retrieval_*``, schema 4 → 5): with the levels
+clipped at 2.5 σ (the step that minimises a Gaussian's rounding error at 15 levels), a 4-bit
+row keeps a cosine of 0.99 to its 8-bit code and every method's recall@5 stays within 0.01.
+Max-abs scaling, which 8 bits can afford, wastes 4 bits on one outlying component.
 """
 
 from __future__ import annotations
@@ -21,29 +30,95 @@ from collections.abc import Iterable
 import numpy as np
 
 AT_REST = np.int8
-LEVELS = 127.0
+LEVELS = 127.0  # 8-bit query codes: ±127
+STORED_LEVELS = 7  # 4-bit stored levels: -7..7 (the nibble -8 pads an odd dimension)
+SPREAD = 2.5  # the stored levels span ±SPREAD standard deviations of a vector's components
+MARK = b"\x80"  # first byte of a 4-bit blob (an 8-bit code is never -128)
+PAD = -8
+FIXED_POINT_ROUNDS = 8
+AS_STORED_TOLERANCE = 1e-5  # a float32 round trip of levels stays far inside this
 
 
 def codes(vectors: np.ndarray) -> np.ndarray:
-    """The i8 codes of the rows of a matrix (or of one vector): max-abs scaled to ±127."""
+    """The 8-bit codes of the rows of a matrix (or of one vector): max-abs scaled to ±127."""
     values = np.asarray(vectors, dtype=np.float32)
     peak = np.max(np.abs(values), axis=-1, keepdims=True)
     scaled = values * (LEVELS / np.where(peak > 0, peak, 1.0))
     return np.clip(np.rint(scaled), -LEVELS, LEVELS).astype(AT_REST)
 
 
+def levels(vectors: np.ndarray) -> np.ndarray:
+    """The stored 4-bit levels (-7..7, as int8) of the rows of a matrix (or of one vector).
+
+    The levels are a fixed point: quantising a decoded blob again gives the same levels, so a
+    vector read back and stored again (a name or relation kept through a rebuild) never drifts.
+    One rounding seldom lands on one (the spread of the levels is not exactly the spread of the
+    vector), so the levels are quantised again until they do (at most ``FIXED_POINT_ROUNDS``)."""
+    out = _levels(np.asarray(vectors, dtype=np.float32))
+    flat = out.reshape(-1, out.shape[-1])
+    todo = np.arange(len(flat))
+    for _ in range(FIXED_POINT_ROUNDS):
+        again = _levels(flat[todo].astype(np.float32))
+        moved = (again != flat[todo]).any(axis=1)
+        if not moved.any():
+            break
+        flat[todo[moved]] = again[moved]
+        todo = todo[moved]
+    return out
+
+
+def _levels(values: np.ndarray) -> np.ndarray:
+    step = SPREAD * values.std(axis=-1, keepdims=True) / STORED_LEVELS
+    scaled = values / np.where(step > 0, step, 1.0)
+    return np.clip(np.rint(scaled), -STORED_LEVELS, STORED_LEVELS).astype(AT_REST)
+
+
+def as_stored(vectors: np.ndarray) -> np.ndarray:
+    """Unit vectors as SQLite will hold them (their 4-bit levels, decoded)."""
+    return unit(levels(vectors))
+
+
+def pack(level_rows: np.ndarray) -> list[bytes]:
+    """4-bit blobs of rows of levels: ``MARK``, then two levels a byte (low nibble first)."""
+    rows = np.atleast_2d(level_rows).astype(np.int16)
+    if rows.shape[1] % 2:
+        rows = np.pad(rows, ((0, 0), (0, 1)), constant_values=PAD)
+    nibbles = (rows & 0x0F).astype(np.uint8)
+    packed = nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)
+    return [MARK + row.tobytes() for row in packed]
+
+
+def unpack(packed: np.ndarray) -> np.ndarray:
+    """Levels (int8 rows) of packed 4-bit rows (uint8, ``MARK`` removed)."""
+    nibbles = np.stack([packed & 0x0F, packed >> 4], axis=-1).reshape(len(packed), -1).astype(np.int8)
+    rows = np.where(nibbles > STORED_LEVELS, nibbles - 16, nibbles).astype(AT_REST)
+    return rows[:, :-1] if len(rows) and rows.shape[1] and rows[0, -1] == PAD else rows
+
+
+def code_of(blob: bytes) -> np.ndarray:
+    """The int8 row a blob holds: a 4-bit blob's levels, or a schema 3/4 blob's 8-bit code."""
+    if blob[:1] == MARK:
+        return unpack(np.frombuffer(blob, dtype=np.uint8, offset=1)[None, :])[0]
+    return np.frombuffer(blob, dtype=AT_REST)
+
+
+def is_packed(blob: bytes) -> bool:
+    """Whether a blob is a 4-bit one (schema 5)."""
+    return blob[:1] == MARK
+
+
 def encode(vector: np.ndarray) -> bytes:
-    """The blob of one vector."""
-    return codes(vector).tobytes()
+    """The stored blob of one vector."""
+    return pack(levels(vector))[0]
 
 
 def encode_rows(vectors: np.ndarray) -> list[bytes]:
-    """The blobs of the rows of a matrix."""
-    return [row.tobytes() for row in codes(vectors)]
+    """The stored blobs of the rows of a matrix."""
+    return pack(levels(vectors))
 
 
 def unit(code_rows: np.ndarray) -> np.ndarray:
-    """Unit-length f32 vectors from i8 codes (cosine = dot product of these)."""
+    """Unit-length f32 vectors from int8 rows (cosine = dot product of these)."""
     values = np.asarray(code_rows, dtype=np.float32)
     norm = np.linalg.norm(values, axis=-1, keepdims=True)
     return values / np.where(norm > 0, norm, 1.0)
@@ -51,32 +126,57 @@ def unit(code_rows: np.ndarray) -> np.ndarray:
 
 def decode(blob: bytes) -> np.ndarray:
     """The unit f32 vector of a blob."""
-    return unit(np.frombuffer(blob, dtype=AT_REST))
+    return unit(code_of(blob))
 
 
 def decode_rows(blobs: Iterable[bytes]) -> np.ndarray:
     """The unit f32 matrix of several blobs, one row each."""
-    return unit(np.stack([np.frombuffer(blob, dtype=AT_REST) for blob in blobs]))
+    return unit(code_rows(blobs))
 
 
 def code_rows(blobs: Iterable[bytes]) -> np.ndarray:
-    """The i8 code matrix of several blobs, one row each (no decoding)."""
-    return np.stack([np.frombuffer(blob, dtype=AT_REST) for blob in blobs])
+    """The int8 matrix of several blobs, one row each (no decoding); blobs of one length and
+    kind are unpacked in one pass."""
+    blobs = list(blobs)
+    if blobs and len({len(b) for b in blobs}) == 1 and all(b[:1] == MARK for b in blobs):
+        packed = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), -1)
+        return unpack(packed[:, 1:])
+    return np.stack([code_of(blob) for blob in blobs])
 
 
 def search_form(code_matrix: np.ndarray, dtype: str = "i8") -> np.ndarray:
-    """Codes as USearch searches them at scalar kind ``dtype``: the i8 codes themselves for
+    """Int8 rows as USearch searches them at scalar kind ``dtype``: the rows themselves for
     ``i8`` (exactly what SQLite holds), unit f16 or f32 vectors otherwise."""
     if dtype == "i8":
         return np.ascontiguousarray(code_matrix, dtype=AT_REST)
     return unit(code_matrix).astype(np.float16 if dtype == "f16" else np.float32)
 
 
+def query_codes(vectors: np.ndarray) -> np.ndarray:
+    """The int8 query rows of float vectors: a vector that is a decoded stored one (its levels
+    give it back) queries with its levels, any other with its 8-bit codes."""
+    values = np.asarray(vectors, dtype=np.float32)
+    stored = levels(values)
+    same = np.abs(unit(stored) - unit(values)).max(axis=-1, keepdims=True) < AS_STORED_TOLERANCE
+    return np.where(same, stored, codes(values)).astype(AT_REST)
+
+
 def for_search(vectors: np.ndarray, dtype: str = "i8") -> np.ndarray:
-    """Float vectors as USearch searches them at scalar kind ``dtype`` (via their codes)."""
-    return search_form(codes(vectors), dtype)
+    """Float query vectors as USearch searches them at scalar kind ``dtype`` (``query_codes``)."""
+    return search_form(query_codes(vectors), dtype)
+
+
+def for_storage(vectors: np.ndarray, dtype: str = "i8") -> np.ndarray:
+    """Float vectors about to be stored, as USearch searches them: their stored levels, so a
+    vector added in memory is searched exactly as the one read back from SQLite."""
+    return search_form(levels(vectors), dtype)
 
 
 def from_version_2(blobs: Iterable[bytes]) -> list[bytes]:
-    """Blobs of schema version 1 and 2 (native-order f16 values) re-encoded as i8 codes."""
+    """Blobs of schema version 1 and 2 (native-order f16 values) re-encoded as stored blobs."""
     return encode_rows(np.stack([np.frombuffer(blob, dtype=np.float16) for blob in blobs]))
+
+
+def from_version_4(blobs: Iterable[bytes]) -> list[bytes]:
+    """Blobs of schema version 3 and 4 (8-bit codes) re-encoded as stored 4-bit blobs."""
+    return encode_rows(code_rows(blobs).astype(np.float32))

@@ -44,7 +44,7 @@ class RelationMentionRow:
 class KeyRow:
     """A stored entity name: its row id (the vector key), node and name vector.
 
-    The vector is kept as its stored 8-bit code and decoded when read: a build's region holds
+    The vector is kept as its stored blob (4-bit levels) and decoded when read: a build's region holds
     thousands of these rows and most of them never need their vector."""
 
     id: int
@@ -269,14 +269,18 @@ class GraphTables:
         return entity_id
 
     def relation_mentions(self, keys: Iterable[str]) -> list[RelationMentionRow]:
-        """Every relation mention with an endpoint among the keys."""
+        """Every relation mention with an endpoint among the keys.
+
+        A relation's endpoints are entity mentions of its chunk (``GraphBuilder`` keeps no other),
+        so the chunks come from ``entity_mentions_key`` and the mentions from the primary key:
+        relation_mentions needs no index of its own on the key texts (schema 5)."""
         out: dict[tuple, RelationMentionRow] = {}
         columns = f"chunk_id, source_key, target_key, keywords, {MENTION_DESCRIPTION}, strength"
         for part in parts(sorted(keys)):
-            holders = marks(part)
             rows = self.conn.execute(
-                f"SELECT {columns} FROM relation_mentions m WHERE source_key IN ({holders}) UNION "
-                f"SELECT {columns} FROM relation_mentions m WHERE target_key IN ({holders})", part + part)
+                f"WITH k(key) AS (VALUES {', '.join(['(?)'] * len(part))}) SELECT {columns} "
+                "FROM relation_mentions m WHERE m.chunk_id IN (SELECT chunk_id FROM entity_mentions "
+                "WHERE key IN k) AND (m.source_key IN k OR m.target_key IN k)", part)
             out.update((row[:3], RelationMentionRow(*row)) for row in rows)
         return sorted(out.values(), key=lambda r: (r.chunk_id, r.source_key, r.target_key))
 
@@ -299,13 +303,15 @@ class GraphTables:
         return out
 
     def add_relation(self, relation: NewRelation) -> int:
-        """Insert a relation with its supporting chunks; returns its id."""
+        """Insert a relation with its supporting chunks; returns its id. A relation stored with
+        its vector keeps no description (see ``set_relation_vectors``)."""
         vector = None if relation.vector is None else encode(relation.vector)
         cursor = self.conn.execute(
             "INSERT INTO relations(kind, source_id, target_id, keywords, description, weight, score, "
             "text_sha, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (relation.kind, relation.source_id, relation.target_id, relation.keywords,
-             relation.description, relation.weight, relation.score, relation.text_sha, vector))
+             relation.description if vector is None else "", relation.weight, relation.score,
+             relation.text_sha, vector))
         relation_id = inserted_id(cursor)
         self.conn.executemany("INSERT OR IGNORE INTO relation_chunks(relation_id, chunk_id) VALUES (?, ?)",
                               [(relation_id, c) for c in relation.chunk_ids])
@@ -322,9 +328,10 @@ class GraphTables:
             "ORDER BY r.id").fetchall()
 
     def set_relation_vectors(self, ids: Sequence[int], vectors: np.ndarray) -> None:
-        """Store relation vectors (i8 codes)."""
+        """Store relation vectors (4-bit blobs) and drop the descriptions they were embedded from:
+        ``all_relations`` derives a description from the mentions (schema 5)."""
         blobs = encode_rows(vectors)
-        self.conn.executemany("UPDATE relations SET vector = ? WHERE id = ?",
+        self.conn.executemany("UPDATE relations SET vector = ?, description = '' WHERE id = ?",
                               [(blobs[i], int(r)) for i, r in enumerate(ids)])
 
     # -- reads for retrieval ----------------------------------------------------------------
@@ -405,8 +412,19 @@ class GraphTables:
                 for i, name, type_, stored in rows]
 
     def all_relations(self) -> list[RelationRow]:
-        """Every relation."""
-        return [RelationRow(*row) for row in self.conn.execute(f"SELECT {RELATION_COLUMNS} FROM relations")]
+        """Every relation with its description: the stored one (a relation still waiting for its
+        vector, schema 4 and older), else its mentions' descriptions joined as the builder joined
+        them to embed it (schema 5 keeps none once the vector is stored)."""
+        derived: dict[tuple[int, int], list[str]] = {}
+        for a, b, text in self.conn.execute(
+                f"SELECT s.entity_id, t.entity_id, {MENTION_DESCRIPTION} FROM relation_mentions m "
+                "JOIN entity_keys s ON s.key = m.source_key JOIN entity_keys t ON t.key = m.target_key "
+                "WHERE s.entity_id IS NOT NULL AND t.entity_id IS NOT NULL AND s.entity_id != t.entity_id"):
+            derived.setdefault((min(a, b), max(a, b)), []).append(text)
+        rows = [RelationRow(*row) for row in self.conn.execute(f"SELECT {RELATION_COLUMNS} FROM relations")]
+        return [r if r.description or r.kind != "structural" or not embedded(r.keywords) else r._replace(
+            description=join_texts(derived.get((r.source_id, r.target_id), []), RELATION_DESCRIPTION_CHARS))
+                for r in rows]
 
     def aliases(self) -> list[tuple[str, int | None]]:
         """(key, node id) of every entity name, by key."""
@@ -437,6 +455,7 @@ class GraphTables:
 # equal or better), so dual's relation search does not need them.
 UNEMBEDDED_KEYWORDS = frozenset({"co-occur", "mentions"})
 NODE_DESCRIPTION_CHARS = 400
+RELATION_DESCRIPTION_CHARS = 400  # what a structural relation's embedded text holds of its mentions
 
 
 def join_texts(texts: Iterable[str], limit: int, separator: str = "; ") -> str:

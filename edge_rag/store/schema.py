@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 VECTOR_KINDS = ("chunk", "entity", "relation")
 
 # Mentions (per chunk, as extracted) are the source of truth of the graph; entity_keys (one row
@@ -23,6 +23,17 @@ VECTOR_KINDS = ("chunk", "entity", "relation")
 # indexes relation endpoints without the kind (``relations_from``/``relations_to``: the kind
 # text repeated in both indexes was 3 MB of 2Wiki's 134k relations); RELATION_INDEXES_V3 are
 # the version 3 indexes a migration drops.
+# Version 5 (issue 16: LiHua 13.1 -> under 8 MiB, 2Wiki 71.6 -> under 64):
+# - every vector at 4 bits (``codec.py``; 193 bytes at 384 dimensions), re-encoded on migration;
+# - no text indexes on relation_mentions' endpoint keys (13 % of a 2Wiki index): a relation's
+#   endpoints are entity mentions of its own chunk, so ``GraphTables.relation_mentions`` finds
+#   the chunks through ``entity_mentions_key`` and the rows through the primary key;
+# - no (chunk_id, relation_id) index on relation_chunks: only a chunk's deletion looked a chunk's
+#   relations up (its cascade now scans the table, once per deleted chunk);
+# - a structural relation's description is kept only until its vector is stored (it is the text
+#   embedded); ``GraphTables.all_relations`` derives it from the mentions for export, exactly as
+#   the builder joined it; its text hash (for reusing the vector) has TEXT_SHA_DIGITS hex digits.
+# INDEXES_V4 are the version 4 indexes a migration drops.
 MENTION_DESCRIPTION = ("CASE WHEN m.at IS NULL THEN m.description "
                        "ELSE substr((SELECT text FROM chunks WHERE id = m.chunk_id), m.at + 1, m.len) END")
 SPAN_COLUMNS = ("at", "len")
@@ -95,7 +106,6 @@ CREATE TABLE IF NOT EXISTS relation_chunks (
     chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
     PRIMARY KEY (relation_id, chunk_id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS relation_chunks_chunk ON relation_chunks(chunk_id, relation_id);
 CREATE TABLE IF NOT EXISTS entity_mentions (
     chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
     key TEXT NOT NULL,
@@ -118,8 +128,6 @@ CREATE TABLE IF NOT EXISTS relation_mentions (
     len INTEGER,
     PRIMARY KEY (chunk_id, source_key, target_key)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS relation_mentions_source ON relation_mentions(source_key);
-CREATE INDEX IF NOT EXISTS relation_mentions_target ON relation_mentions(target_key);
 CREATE TABLE IF NOT EXISTS chunk_graph (
     chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
     extractor TEXT NOT NULL,
@@ -143,3 +151,5 @@ CREATE TABLE IF NOT EXISTS vector_files (
 
 GRAPH_TABLES_V1 = ("relation_chunks", "chunk_entities", "relations", "entities")
 RELATION_INDEXES_V3 = ("relations_source", "relations_target")
+INDEXES_V4 = ("relation_mentions_source", "relation_mentions_target", "relation_chunks_chunk")
+TEXT_SHA_DIGITS = 16

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,15 +16,17 @@ import sqlite_utils
 
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
-from .codec import code_rows, decode_rows, encode_rows, from_version_2
+from .codec import code_rows, decode_rows, encode_rows, from_version_2, from_version_4
 from .graph_tables import GraphTables, embedded, inserted_id, marks, parts
 from .schema import (
     DDL,
     GRAPH_TABLES_V1,
+    INDEXES_V4,
     MENTION_TABLES,
     RELATION_INDEXES_V3,
     SCHEMA_VERSION,
     SPAN_COLUMNS,
+    TEXT_SHA_DIGITS,
     VECTOR_KINDS,
 )
 from .walk import WalkTables
@@ -160,7 +162,7 @@ class GraphStore:
             self._create_schema()
             return
         version = self.manifest().get("schema_version")
-        if version in ("1", "2", "3"):
+        if version in ("1", "2", "3", "4"):
             self._migrate(version)
             return
         if version != str(SCHEMA_VERSION):
@@ -189,7 +191,9 @@ class GraphStore:
             self._migrate_from_v1()
         if version in ("1", "2"):
             self._migrate_from_v2()
-        self._migrate_from_v3(version)
+        if version != "4":
+            self._migrate_from_v3(version)
+        self._migrate_from_v4(version)
         self.compact()
 
     def _migrate_from_v2(self) -> None:
@@ -200,7 +204,7 @@ class GraphStore:
             self._mention_spans()
             self.conn.execute("UPDATE entity_keys SET description = ''")
             for kind, table in VECTOR_TABLES.items():
-                self._reencode_f16(table)
+                self._reencode(table, from_version_2)
                 self.bump_generation(kind)
             self._set_manifest({"schema_version": "3"})
 
@@ -214,6 +218,20 @@ class GraphStore:
             for name in RELATION_INDEXES_V3:
                 self.conn.execute(f"DROP INDEX IF EXISTS {name}")
             self._run_ddl()
+            self._set_manifest({"schema_version": "4"})
+
+    def _migrate_from_v4(self, original: str) -> None:
+        # Version 5 (see schema.py): 4-bit vectors, no description beside a relation's vector,
+        # 16-digit text hashes, no key indexes on relation_mentions nor chunk index on
+        # relation_chunks. The vector files are marked stale and rebuilt from the new codes.
+        with self.write():
+            for name in INDEXES_V4:
+                self.conn.execute(f"DROP INDEX IF EXISTS {name}")
+            self.conn.execute("UPDATE relations SET description = '' WHERE vector IS NOT NULL")
+            self.conn.execute(f"UPDATE relations SET text_sha = substr(text_sha, 1, {TEXT_SHA_DIGITS})")
+            for kind, table in VECTOR_TABLES.items():
+                self._reencode(table, from_version_4)
+                self.bump_generation(kind)
             self._set_manifest({"schema_version": str(SCHEMA_VERSION), "migrated_from": original})
 
     def _mention_spans(self) -> None:
@@ -232,12 +250,13 @@ class GraphStore:
         self.conn.executemany("UPDATE relations SET vector = NULL, text_sha = NULL, description = '' "
                               "WHERE id = ?", ids)
 
-    def _reencode_f16(self, table: str, batch: int = 4096) -> None:
+    def _reencode(self, table: str, convert: Callable[[Iterable[bytes]], list[bytes]],
+                  batch: int = 4096) -> None:
         last = -1
         while rows := self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
                                         "id > ? ORDER BY id LIMIT ?", (last, batch)).fetchall():
             self.conn.executemany(f"UPDATE {table} SET vector = ? WHERE id = ?",
-                                  list(zip(from_version_2(r[1] for r in rows), (r[0] for r in rows))))
+                                  list(zip(convert(r[1] for r in rows), (r[0] for r in rows))))
             last = rows[-1][0]
 
     def _run_ddl(self) -> None:
@@ -296,7 +315,7 @@ class GraphStore:
 
     def add_chunks(self, doc_id: str, first_ord: int, texts: Sequence[str],
                    n_tokens: Sequence[int], vectors: np.ndarray) -> list[int]:
-        """Insert chunks with their vectors (i8 codes at rest); returns their ids."""
+        """Insert chunks with their vectors (4-bit blobs at rest); returns their ids."""
         blobs = encode_rows(vectors)
         ids = []
         for i, text in enumerate(texts):
@@ -352,7 +371,8 @@ class GraphStore:
             yield ids, decode_rows(r[1] for r in rows)
 
     def iter_codes(self, kind: str, batch: int = 8192) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(ids, i8 code matrix) of every stored vector of a kind, in batches, as stored."""
+        """(ids, int8 matrix: 4-bit levels, or a migrated-from 8-bit code) of every stored vector of
+        a kind, in batches, as stored."""
         table = VECTOR_TABLES[kind]
         cursor = self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL")
         while rows := cursor.fetchmany(batch):

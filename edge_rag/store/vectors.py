@@ -1,6 +1,6 @@
 """Vector search over SQLite's codes: exact in memory for small kinds, an HNSW file for large ones.
 
-SQLite's 8-bit codes are the one durable copy of every vector. A kind (chunks, entity names,
+SQLite's 4-bit codes are the one durable copy of every vector. A kind (chunks, entity names,
 relations) with fewer than ``vector_file_min`` vectors is searched exactly: its codes are read
 from SQLite into one matrix when the index is opened and compared with USearch's brute-force
 kernel, and no vector file exists. A larger kind also keeps a ``.usearch`` HNSW file, a cache
@@ -25,7 +25,7 @@ from usearch.index import Index, MetricKind
 from usearch.index import search as exact_search
 
 from ..errors import IndexCorrupt
-from .codec import for_search, search_form
+from .codec import for_search, for_storage, search_form
 from .sqlite import DB_FILE, VECTOR_TABLES, GraphStore, VectorState
 
 EXACT_CELLS = 1 << 21  # (query, row) pairs per exact-search call: tens of MiB at most
@@ -170,7 +170,7 @@ class VectorIndex:
         """Add vectors under integer keys (the SQLite row ids)."""
         if not keys:
             return
-        ids, rows = np.asarray(keys, dtype=np.uint64), for_search(vectors, self.dtype)
+        ids, rows = np.asarray(keys, dtype=np.uint64), for_storage(vectors, self.dtype)
         if self.exact is not None:
             self.exact.add(ids, rows)
         else:
@@ -286,5 +286,8 @@ def in_memory_bytes(directory: Path, dtype: str = "i8") -> int:
 
 
 def _code_bytes(conn: sqlite3.Connection, table: str) -> int:
-    return int(conn.execute(f"SELECT COALESCE(SUM(LENGTH(vector)), 0) FROM {table}").fetchone()[0])
+    # One int8 per dimension in memory: a stored 4-bit blob holds two a byte after its mark.
+    return int(conn.execute(
+        "SELECT COALESCE(SUM(CASE WHEN substr(vector, 1, 1) = x'80' THEN 2 * (LENGTH(vector) - 1) "
+        f"ELSE LENGTH(vector) END), 0) FROM {table}").fetchone()[0])
 
