@@ -62,7 +62,7 @@ class WalkTables:
             column(links, 0, np.int64), column(links, 1, np.int64))
 
     def chunk_vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        """Stored vectors of chunks by id (unit f32, decoded from the i8 codes)."""
+        """Stored vectors of chunks by id (unit f32, decoded from their stored codes)."""
         out: dict[int, np.ndarray] = {}
         for part in parts([int(i) for i in ids]):
             rows = self.conn.execute(f"SELECT id, vector FROM chunks WHERE id IN ({marks(part)})", part)
