@@ -37,6 +37,13 @@ def test_batching_barely_changes_vectors(embedder):
     assert np.sum(together * alone, axis=1).min() >= 0.98
 
 
+def test_a_text_embedded_alone_does_not_depend_on_its_batch_mates(embedder):
+    names = ["2 PM", "2pm", "Hailey's Bakery", "the gym on Fifth Avenue"]
+    alone = embedder.embed_alone(names)
+    assert np.array_equal(alone[1:2], embedder.embed_alone(names[1:2]))
+    assert np.array_equal(alone[0], embedder.embed([names[0]])[0])
+
+
 def test_a_forgotten_text_is_embedded_again_alike(embedder, monkeypatch):
     first = embedder.embed_one("Who wished Li Hua a happy new year?")
     embedder.forget()

@@ -29,6 +29,12 @@ def _index(path: Path, **overrides) -> Path:
     return path
 
 
+def _rewrite_vectors(db: sqlite3.Connection, convert) -> None:
+    for table in ("chunks", "entity_keys", "relations"):
+        rows = db.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL").fetchall()
+        db.executemany(f"UPDATE {table} SET vector = ? WHERE id = ?", [(convert(b), i) for i, b in rows])
+
+
 def test_codes_keep_cosine_and_are_stable():
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(64, 384)).astype(np.float32)
@@ -72,10 +78,7 @@ def test_sqlite_holds_4bit_levels_and_the_i8_file_holds_the_same(tmp_path, model
 def test_a_version_2_index_is_migrated_not_misread(tmp_path, model_folder):
     index = _index(tmp_path / "index", vector_dtype="f16")
     with sqlite3.connect(index / "index.sqlite") as db:  # what version 2 wrote: f16 blobs
-        for table in ("chunks", "entity_keys", "relations"):
-            rows = db.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL").fetchall()
-            db.executemany(f"UPDATE {table} SET vector = ? WHERE id = ?",
-                           [(codec.decode(b).astype(np.float16).tobytes(), i) for i, b in rows])
+        _rewrite_vectors(db, lambda b: codec.decode(b).astype(np.float16).tobytes())
         db.execute("UPDATE manifest SET value = '2' WHERE key = 'schema_version'")
         before = dict(db.execute("SELECT id, vector FROM chunks").fetchall())
     with EdgeRAG.open(index, create=False) as rag:
@@ -124,10 +127,14 @@ CHAT = ("Time: 20260408_08:38\nAlice: I am Alice from Hailey's Bakery. Your brea
         "Adam: Sure, I will go to Hailey's Bakery after the Gym.\n")
 
 
-def test_a_version_3_index_is_migrated_to_the_current_version(tmp_path, model_folder):
-    index = tmp_path / "index"
-    with EdgeRAG.open(index, progress=False) as rag:
+def _chat_index(path: Path) -> Path:
+    with EdgeRAG.open(path, progress=False) as rag:
         rag.insert_text(CHAT, source="chat")
+    return path
+
+
+def test_a_version_3_index_is_migrated_to_the_current_version(tmp_path, model_folder):
+    index = _chat_index(tmp_path / "index")
     with sqlite3.connect(index / "index.sqlite") as db:  # what version 3 wrote
         db.execute("DROP INDEX relations_from")
         db.execute("DROP INDEX relations_to")
@@ -157,19 +164,14 @@ def test_a_version_3_index_is_migrated_to_the_current_version(tmp_path, model_fo
 
 
 def test_a_version_4_index_is_migrated_and_finds_the_same_relation_mentions(tmp_path, model_folder):
-    index = tmp_path / "index"
-    with EdgeRAG.open(index, progress=False) as rag:
-        rag.insert_text(CHAT, source="chat")
+    index = _chat_index(tmp_path / "index")
     with sqlite3.connect(index / "index.sqlite") as db:  # what version 4 wrote
         db.execute("CREATE INDEX relation_mentions_source ON relation_mentions(source_key)")
         db.execute("CREATE INDEX relation_mentions_target ON relation_mentions(target_key)")
         db.execute("CREATE INDEX relation_chunks_chunk ON relation_chunks(chunk_id, relation_id)")
         db.execute("UPDATE relations SET description = 'as embedded', text_sha = text_sha || "
                    "'0123456789abcdef' WHERE vector IS NOT NULL")
-        for table in ("chunks", "entity_keys", "relations"):  # 8-bit codes
-            rows = db.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL").fetchall()
-            db.executemany(f"UPDATE {table} SET vector = ? WHERE id = ?",
-                           [(codec.codes(codec.decode(b)).tobytes(), i) for i, b in rows])
+        _rewrite_vectors(db, lambda b: codec.codes(codec.decode(b)).tobytes())  # 8-bit codes
         db.execute("UPDATE manifest SET value = '4' WHERE key = 'schema_version'")
         keys = [r[0] for r in db.execute("SELECT key FROM entity_mentions")]
         rows = db.execute("SELECT chunk_id, source_key, target_key FROM relation_mentions").fetchall()

@@ -207,11 +207,13 @@ class GraphBuilder:
         self.tables.delete_keys(sorted(dead))
         stale = [k for k, v in alive.items() if k not in old or embedding_text(old[k].name)
                  != embedding_text(v.name)]
-        # Name vectors as SQLite stores them (4-bit levels): a new name meets the candidate sets
-        # and aggregation exactly as it will when read back.
+        # Each name embedded alone (its vector is the same whichever batch of the build meets
+        # it, so a resumed or incremental build aggregates as one pass does), and taken as
+        # SQLite stores it (4-bit levels): it meets the candidate sets and aggregation exactly
+        # as it will when read back.
         vectors: dict[str, np.ndarray] = {}
         if stale:
-            fresh = self.embedder.embed([embedding_text(alive[k].name) for k in stale])
+            fresh = self.embedder.embed_alone([embedding_text(alive[k].name) for k in stale])
             vectors = dict(zip(stale, as_stored(fresh)))
         renamed = [old[k].id for k in dead | set(stale) if k in old]
         added: list[int] = []

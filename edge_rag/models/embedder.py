@@ -57,6 +57,16 @@ class Embedder:
             out[batch] = self._embed_batch([texts[i] for i in batch])
         return out
 
+    def embed_alone(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed each text in a run of its own: its vector does not depend on the texts it was
+        embedded with. The int8 graph quantises activations with one scale per batch, so a
+        batch-mate moves a vector (mean cosine 0.989, minimum 0.95 between batches of 8 and of
+        1 on 2Wiki's entity names); names are short, so running them alone costs ~1.7× theirs."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for n, text in enumerate(texts):
+            out[n] = self._embed_batch([text])[0]
+        return out
+
     def embed_one(self, text: str) -> np.ndarray:
         """Embed a single text; returns float32 ``[dim]``.
 
