@@ -123,8 +123,9 @@ def draw_neighbourhood(data: dict[str, Any], centre: str, path: Path) -> None:
     figure, axes = plt.subplots(figsize=(10, 10))
     for edge in data["edges"]:
         (x1, y1), (x2, y2) = position[edge["source"]], position[edge["target"]]
-        style = dict(color="tab:orange", linestyle="--") if edge["kind"] == "similar" else dict(color="grey")
-        axes.plot([x1, x2], [y1, y2], linewidth=0.6, alpha=0.6, **style)
+        similar = edge["kind"] == "similar"
+        axes.plot([x1, x2], [y1, y2], linewidth=0.6, alpha=0.6, color="tab:orange" if similar else "grey",
+                  linestyle="--" if similar else "-")
     for name, (x, y) in position.items():
         axes.scatter([x], [y], s=40, color="tab:red" if name == start else "tab:blue", zorder=3)
         axes.annotate(name, (x, y), fontsize=7, zorder=4)
