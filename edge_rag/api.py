@@ -116,6 +116,8 @@ class EdgeRAG:
     def close(self) -> None:
         """Release the index; safe to call twice."""
         self._readers.clear()
+        if self._embedder is not None:
+            self._embedder.close()
         self.store.close()
 
     # -- writing ------------------------------------------------------------------------

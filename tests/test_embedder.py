@@ -1,5 +1,7 @@
 """The real ONNX embedder: int8 agrees with fp32, vectors are unit length and batch-stable."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -44,11 +46,24 @@ def test_a_text_embedded_alone_does_not_depend_on_its_batch_mates(embedder):
     assert np.array_equal(alone[0], embedder.embed([names[0]])[0])
 
 
+def test_bulk_work_on_the_workers_gives_the_threaded_sessions_vectors(embedder):
+    # Names alone and documents ahead run on single-thread workers side by side; a batch's
+    # vectors must not depend on where it ran (a build and a query must agree).
+    assert embedder.workers == (os.cpu_count() or 1)
+    texts = [f"{n} — the {word} of line {n}" * (1 + n % 7) for n, word in enumerate(
+        ["lighthouse", "keeper", "cat", "dawn", "harbour", "bakery", "gym", "train"] * 3)]
+    assert np.array_equal(embedder.embed_later(texts).result(), embedder.embed(texts))
+    assert np.array_equal(embedder.embed_spread(texts), embedder.embed(texts))
+    alone = embedder.embed_alone(texts[:6])
+    assert all(np.array_equal(alone[n], embedder.embed([t])[0]) for n, t in enumerate(texts[:6]))
+
+
 def test_a_forgotten_text_is_embedded_again_alike(embedder, monkeypatch):
     first = embedder.embed_one("Who wished Li Hua a happy new year?")
     embedder.forget()
     calls = []
-    monkeypatch.setattr(embedder, "_embed_batch", lambda texts: calls.append(texts) or np.stack([first]))
+    monkeypatch.setattr(embedder, "_embed_batch",
+                        lambda texts, on_worker=False: calls.append(texts) or np.stack([first]))
     assert np.allclose(embedder.embed_one("Who wished Li Hua a happy new year?"), first)
     assert calls == [["Who wished Li Hua a happy new year?"]]
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from edge_rag import (
+    Document,
     EdgeRAG,
     EmbedderMismatch,
     IndexCorrupt,
@@ -45,6 +46,25 @@ def test_insert_text_keeps_source_and_metadata(rag):
     assert doc.id == report.added[0] and doc.source == "notes/ada" and doc.metadata == {"year": 1843}
     [chunk] = rag.retrieve("Who wrote the first program?", top_k=1).chunks
     assert chunk.source == "notes/ada" and "Lovelace" in chunk.text
+
+
+def test_small_documents_embedded_ahead_get_the_vectors_they_get_alone(rag):
+    # Small documents are chunked and embedded on the workers a few ahead of the write; each
+    # must be stored with the vectors embedding it on its own gives.
+    from edge_rag.index.chunking import Chunker
+    from edge_rag.index.writer import EMBED_GROUP
+    from edge_rag.store.codec import encode_rows
+    texts = [f"Note {n}: the keeper of lighthouse {n} feeds {n % 3 + 1} cats at dawn." for n in range(9)]
+    texts.append(" ".join(f"Line {n} of the harbour log." for n in range(1200)))  # > 64 chunks: streamed
+    texts.append(texts[0])  # a duplicate, reported as one
+    rag.insert(*(Document.from_text(t, source=f"notes/{n}") for n, t in enumerate(texts)))
+    stored = dict(rag.store.conn.execute("SELECT text, vector FROM chunks"))
+    chunker = Chunker(rag.embedder.tokenizer, rag.settings.chunk_tokens, rag.settings.chunk_overlap)
+    for text in texts[:-1]:
+        chunks = [c.text for c in chunker.chunks(iter([text]))]
+        groups = [chunks[n : n + EMBED_GROUP] for n in range(0, len(chunks), EMBED_GROUP)]
+        assert [stored[c] for c in chunks] == [b for g in groups for b in encode_rows(rag.embedder.embed(g))]
+    assert rag.stats().documents == 10
 
 
 def test_bad_documents_are_reported_and_the_rest_is_indexed(rag, tmp_path):

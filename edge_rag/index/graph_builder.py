@@ -20,8 +20,9 @@ import hashlib
 import math
 import re
 import time
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -344,9 +345,13 @@ class GraphBuilder:
         """Embed structural relations that have no vector yet; returns how many."""
         pending = self.tables.relations_without_vector()
         bar = Progress("relation vectors", "relation", len(pending), enabled=progress)
-        for start in range(0, len(pending), 512):
-            part = pending[start : start + 512]
-            vectors = self.embedder.embed([relation_text(*row[1:]) for row in part])
+        parts = [pending[start : start + 512] for start in range(0, len(pending), 512)]
+        # The next part is embedded on a worker while this one is stored.
+        ahead: deque[Future[np.ndarray]] = deque(self._embed_later(p) for p in parts[:1])
+        for n, part in enumerate(parts):
+            if n + 1 < len(parts):
+                ahead.append(self._embed_later(parts[n + 1]))
+            vectors = ahead.popleft().result()
             with self.store.write():
                 self.tables.set_relation_vectors([row[0] for row in part], vectors)
                 self.store.bump_generation("relation")
@@ -356,6 +361,9 @@ class GraphBuilder:
         if pending:
             self.save_vectors()
         return len(pending)
+
+    def _embed_later(self, part: list[tuple[int, str, str, str, str]]) -> Future[np.ndarray]:
+        return self.embedder.embed_later([relation_text(*row[1:]) for row in part])
 
 
 def weight(strengths: Sequence[float]) -> float:

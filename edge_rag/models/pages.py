@@ -23,12 +23,19 @@ can be reclaimed, and anonymous memory without swap never is. On kernels without
 loading a large tokenizer (Qwen2.5's 6 MB ``tokenizer.json``) leaves ~37 MiB free but resident
 in the heap, and creating a session leaves its packing buffers' space behind.
 
+
+:func:`share_heap` keeps threads on the main heap (glibc ``M_ARENA_MAX`` = 1). glibc gives
+each new thread a heap arena of its own; the embedder's bulk workers then kept freed
+activations in arenas ``malloc_trim`` could not shrink: a 2Wiki build peaked at 379 MiB
+instead of 321. With one arena, 3,000 passages built in 248 s at 256 MiB (no slower).
+
 On systems without ``/proc/self/smaps``, ``madvise`` or ``malloc_trim`` these do nothing.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -38,6 +45,7 @@ from pathlib import Path
 
 MADV_DONTNEED = 4
 MADV_PAGEOUT = 21
+M_ARENA_MAX = -8
 SMAPS = Path("/proc/self/smaps")
 INTERVAL_S = 0.02
 
@@ -90,6 +98,14 @@ def trim_heap() -> None:
     libc = _libc()
     if libc is not None and hasattr(libc, "malloc_trim"):
         libc.malloc_trim(0)
+
+
+def share_heap() -> None:
+    """Let threads started from now on allocate from the main heap arena (glibc only; a
+    ``MALLOC_ARENA_MAX`` set in the environment is left to rule)."""
+    libc = _libc()
+    if libc is not None and hasattr(libc, "mallopt") and "MALLOC_ARENA_MAX" not in os.environ:
+        libc.mallopt(M_ARENA_MAX, 1)
 
 
 def _clean_regions(path: str) -> list[tuple[int, int]]:
