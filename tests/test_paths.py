@@ -28,36 +28,29 @@ NOTES = {
     "c-bees.txt": "Honey bees dance in a figure of eight to point the way to flowers.",
 }
 
-# `edge-rag index` whose third document stops arriving once its transaction has begun: the
-# process holds the write lock and an open transaction, and says so in a marker file.
+# `edge-rag index` whose third document stops inside its transaction, as its chunks are written:
+# the process holds the write lock and an open transaction, and says so in a marker file. (The
+# writer reads a small document ahead of its turn, so the pause is in the write, not the read.)
 HELD_CLI = textwrap.dedent("""
     import signal, sys, time
     from pathlib import Path
     # Ctrl-C as in a terminal, even when this test runs in a background job (which starts with
     # SIGINT ignored, and a child inherits that).
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    import edge_rag.api as api
     from edge_rag.cli import main
-    from edge_rag.index import Document
+    from edge_rag.store.sqlite import GraphStore
 
     marker, argv = sys.argv[1], sys.argv[2:]
-    read_sources, readings = api.read_sources, []
+    add_chunks, writes = GraphStore.add_chunks, []
 
-    def held_blocks():
-        readings.append(1)
-        yield "The held document's first line.\\n"
-        if len(readings) > 1:  # the first reading fingerprints; the second writes the chunks
+    def held_add_chunks(self, *args, **kwargs):
+        writes.append(1)
+        if len(writes) == 3:
             Path(marker).write_text("mid-insert")
             time.sleep(3600)
-        yield "Its last line.\\n"
+        return add_chunks(self, *args, **kwargs)
 
-    def sources(paths, *args, **kwargs):
-        docs = list(read_sources(paths, *args, **kwargs))
-        yield from docs[:2]
-        yield Document("held", held_blocks)
-        yield from docs[2:]
-
-    api.read_sources = sources
+    GraphStore.add_chunks = held_add_chunks
     sys.exit(main(argv))
 """)
 
@@ -123,7 +116,7 @@ def test_ctrl_c_during_index_exits_130_and_keeps_the_index(tmp_path, model_folde
     assert "interrupted; every committed document is kept" in err and "Traceback" not in err
     assert _committed(index) == 2
     with EdgeRAG.open(index, create=False) as rag:
-        assert "held" not in {d.source for d in rag.documents()}
+        assert not any(d.source.endswith("c-bees.txt") for d in rag.documents())
         assert len(rag._vectors()) == rag.stats().chunks == 2
         report = rag.insert(notes)
         assert report.ok and len(report.duplicates) == 2 and len(report.added) == 1
