@@ -100,4 +100,3 @@ class Candidates:
             k *= RANGE_FACTOR
             for n, wider in zip(short, self.vectors.search_many(vectors[short], k)):
                 found[n] = wider
-

@@ -20,7 +20,7 @@ import hashlib
 import math
 import re
 import time
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
@@ -347,11 +347,10 @@ class GraphBuilder:
         bar = Progress("relation vectors", "relation", len(pending), enabled=progress)
         parts = [pending[start : start + 512] for start in range(0, len(pending), 512)]
         # The next part is embedded on a worker while this one is stored.
-        ahead: deque[Future[np.ndarray]] = deque(self._embed_later(p) for p in parts[:1])
+        coming = [self._embed_later(p) for p in parts[:1]]
         for n, part in enumerate(parts):
-            if n + 1 < len(parts):
-                ahead.append(self._embed_later(parts[n + 1]))
-            vectors = ahead.popleft().result()
+            coming += [self._embed_later(p) for p in parts[n + 1 : n + 2]]
+            vectors = coming.pop(0).result()
             with self.store.write():
                 self.tables.set_relation_vectors([row[0] for row in part], vectors)
                 self.store.bump_generation("relation")

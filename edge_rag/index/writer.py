@@ -28,6 +28,7 @@ AHEAD = 4  # small documents chunked and being embedded ahead of the one being w
 class _Staged:
     """A small document's chunks, with their distinct texts being embedded on a worker."""
 
+    fingerprint: tuple[str, int]
     chunks: list[Chunk]
     texts: list[str]
     vectors: Future[np.ndarray]
@@ -133,7 +134,8 @@ class Indexer:
 
     def _stage(self, doc: Document) -> Ready:
         try:
-            if self.store.document_id_for_hash(doc.fingerprint()[0]) is not None:
+            fingerprint = doc.fingerprint()
+            if self.store.document_id_for_hash(fingerprint[0]) is not None:
                 return None  # a duplicate: reported when its turn comes
             chunks = list(itertools.islice(self.chunker.chunks(doc.blocks()), EMBED_GROUP + 1))
         except BadDocument as exc:
@@ -141,7 +143,7 @@ class Indexer:
         if not chunks or len(chunks) > EMBED_GROUP:
             return None  # a large document is streamed, a group of chunks at a time
         texts = list(dict.fromkeys(c.text for c in chunks))
-        return _Staged(chunks, texts, self.embedder.embed_later(texts))
+        return _Staged(fingerprint, chunks, texts, self.embedder.embed_later(texts))
 
     def _insert_reported(self, doc: Document | BadDocument | Skipped, ready: Ready,
                          report: InsertReport) -> int:
@@ -165,7 +167,7 @@ class Indexer:
         return 1
 
     def _insert_one(self, doc: Document, ready: Ready) -> tuple[str, int, bool]:
-        sha, n_chars = doc.fingerprint()
+        sha, n_chars = ready.fingerprint if isinstance(ready, _Staged) else doc.fingerprint()
         existing = self.store.document_id_for_hash(sha)
         if existing is not None:
             return existing, 0, True
@@ -192,17 +194,16 @@ class Indexer:
         n_written = 0
         while group := list(itertools.islice(chunks, EMBED_GROUP)):
             vectors = self._embed_cached([c.text for c in group], cache)
-            ids = self.store.add_chunks(doc_id, n_written, [c.text for c in group],
-                                        [c.n_tokens for c in group], vectors)
-            self.chunk_vectors.add(ids, vectors)
-            added.extend(ids)
-            n_written += len(group)
+            n_written += self._write_group(doc_id, n_written, group, vectors, added)
         return n_written
 
     def _write_staged(self, doc_id: str, staged: _Staged, added: list[int]) -> int:
-        vectors = staged.vector_rows()
-        texts = [c.text for c in staged.chunks]
-        ids = self.store.add_chunks(doc_id, 0, texts, [c.n_tokens for c in staged.chunks], vectors)
+        return self._write_group(doc_id, 0, staged.chunks, staged.vector_rows(), added)
+
+    def _write_group(self, doc_id: str, first: int, group: list[Chunk], vectors: np.ndarray,
+                     added: list[int]) -> int:
+        ids = self.store.add_chunks(doc_id, first, [c.text for c in group], [c.n_tokens for c in group],
+                                    vectors)
         self.chunk_vectors.add(ids, vectors)
         added.extend(ids)
         return len(ids)

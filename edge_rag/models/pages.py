@@ -23,7 +23,6 @@ can be reclaimed, and anonymous memory without swap never is. On kernels without
 loading a large tokenizer (Qwen2.5's 6 MB ``tokenizer.json``) leaves ~37 MiB free but resident
 in the heap, and creating a session leaves its packing buffers' space behind.
 
-
 :func:`share_heap` keeps threads on the main heap (glibc ``M_ARENA_MAX`` = 1). glibc gives
 each new thread a heap arena of its own; the embedder's bulk workers then kept freed
 activations in arenas ``malloc_trim`` could not shrink: a 2Wiki build peaked at 379 MiB
