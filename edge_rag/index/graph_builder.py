@@ -343,7 +343,9 @@ class GraphBuilder:
 
     def embed_pending(self, progress: bool = False) -> int:
         """Embed structural relations that have no vector yet; returns how many."""
-        pending = self.tables.relations_without_vector()
+        # Ordered by text, not id: which relations share an embedding batch (and so the int8
+        # graph's activation scale) then follows from the texts alone, whatever the build's history.
+        pending = sorted(self.tables.relations_without_vector(), key=lambda row: (_text(row), row[0]))
         bar = Progress("relation vectors", "relation", len(pending), enabled=progress)
         parts = [pending[start : start + 512] for start in range(0, len(pending), 512)]
         # The next part is embedded on a worker while this one is stored.
@@ -362,7 +364,11 @@ class GraphBuilder:
         return len(pending)
 
     def _embed_later(self, part: list[tuple[int, str, str, str, str]]) -> Future[np.ndarray]:
-        return self.embedder.embed_later([relation_text(*row[1:]) for row in part])
+        return self.embedder.embed_later([_text(row) for row in part])
+
+
+def _text(row: tuple[int, str, str, str, str]) -> str:
+    return relation_text(*row[1:])
 
 
 def weight(strengths: Sequence[float]) -> float:
@@ -371,8 +377,10 @@ def weight(strengths: Sequence[float]) -> float:
 
 
 def relation_text(source: str, target: str, keywords: str, description: str) -> str:
-    """The text embedded for a structural relation (bounded: it is embedded often)."""
-    return f"{source} — {target}: {keywords}. {description}"[:RELATION_TEXT_CHARS]
+    """The text embedded for a structural relation (bounded: it is embedded often). The two
+    names come in alphabetical order: a pair's ids (its stored direction) depend on history."""
+    first, second = sorted((source, target))
+    return f"{first} — {second}: {keywords}. {description}"[:RELATION_TEXT_CHARS]
 
 
 def _structural(pair: tuple[int, int], rows: list[RelationMentionRow], names: dict[int, str]) -> NewRelation:
