@@ -182,7 +182,7 @@ class GraphBuilder:
         dead_nodes = {row.entity_id for row in dying.values() if row.entity_id is not None}
         self._store_keys(keys, set(dying))
         region, edges = self._region(seeds)
-        self._rebuild(region, edges, dead_nodes)
+        self._rebuild(region, edges, dead_nodes, changed)
         self.store.bump_generation("entity")
         self.store.bump_generation("relation")
 
@@ -259,22 +259,54 @@ class GraphBuilder:
         nodes = {row.entity_id for row in rows if row.entity_id is not None}
         return self.tables.keys_of_entities(nodes | self.tables.similar_partners(nodes))
 
-    def _rebuild(self, region: set[str], edges: set[tuple[str, str]], dead_nodes: set[int]) -> None:
+    def _rebuild(self, region: set[str], edges: set[tuple[str, str]], dead_nodes: set[int],
+                 changed: set[str]) -> None:
+        """Aggregate the region's components and bring its nodes and relations in line.
+
+        A node whose group of keys, name and type come out as stored is kept with its id;
+        only relations with an endpoint among the new nodes, or among kept nodes whose keys'
+        mentions changed, are derived again (the others come from unchanged mentions between
+        unchanged nodes, so deriving them would give them back as they are). A 2Wiki batch
+        touches a few dozen of the ~3,000 dates and years in one component."""
         infos = self._merged_mentions(region)
-        old_nodes = dead_nodes | {r.entity_id for r in self.tables.key_rows(region).values() if r.entity_id}
-        reusable = self._drop_nodes(old_nodes)
         groups, similar = [], []
         for component in components(region, edges):
             result = aggregate([infos[k].for_aggregation() for k in component], self.params)
             groups.extend(result.groups)
             similar.extend(result.similar)
-        node_of: dict[str, int] = {}
-        for group in groups:
-            node = self._add_node(group, infos)
+        heads = [_head(group, infos) for group in groups]
+        old = {k: r.entity_id for k, r in self.tables.key_rows(region).items() if r.entity_id is not None}
+        kept = self._kept_nodes(groups, heads, old, dead_nodes)
+        reusable = self._drop_nodes((dead_nodes | set(old.values())) - set(kept.values()))
+        node_of, touched = dict[str, int](), set[int]()
+        for n, group in enumerate(groups):
+            node = kept.get(n)
+            if node is None:
+                node = self.tables.add_entity(*heads[n], "", group)
+                touched.add(node)
+            elif not changed.isdisjoint(group):
+                self.tables.link_chunks(node, group)
+                touched.add(node)
             node_of.update((key, node) for key in group)
-        self._add_structural(region, node_of, reusable)
+        reusable.update(self._drop_relations(set(kept.values()), touched))
+        self._add_structural(touched, node_of, reusable)
         for a, b, score in similar:
             self.tables.add_relation(NewRelation("similar", node_of[a], node_of[b], score=score))
+
+    def _kept_nodes(self, groups: list[list[str]], heads: list[tuple[str, str]], old: dict[str, int],
+                    dead_nodes: set[int]) -> dict[int, int]:
+        """Group index → stored node, for groups that are a stored node exactly: the same keys
+        (the region holds every key of a node it reaches), name and type."""
+        members: dict[int, set[str]] = defaultdict(set)
+        for key, node in old.items():
+            members[node].add(key)
+        stored = {e.id: (e.name, e.type) for e in self.tables.entities(set(members) - dead_nodes)}
+        kept: dict[int, int] = {}
+        for n, group in enumerate(groups):
+            node = old.get(group[0])
+            if node in stored and members[node] == set(group) and stored[node] == heads[n]:
+                kept[n] = node
+        return kept
 
     def _drop_nodes(self, nodes: set[int]) -> dict[str, np.ndarray]:
         # Vectors of dropped relations are kept by text hash: unchanged relations reuse them.
@@ -283,25 +315,27 @@ class GraphBuilder:
         self.tables.delete_entities(nodes)
         return {sha: v for _, sha, v in relations if sha and v is not None}
 
-    def _add_node(self, group: list[str], infos: dict[str, _Key]) -> int:
-        members = [infos[k] for k in group]
-        head = infos[representative(m.for_aggregation() for m in members).key]
-        kinds = Counter(m.type for m in members for _ in range(m.mentions) if m.type not in GENERIC_TYPES)
-        type_ = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else head.type
-        # Schema 4 stores no node description: ``GraphTables.nodes`` derives it from the mentions.
-        return self.tables.add_entity(head.name, type_, "", group)
+    def _drop_relations(self, kept: set[int], touched: set[int]) -> dict[str, np.ndarray]:
+        """Delete the kept nodes' similar edges (aggregation gives the region's anew) and the
+        touched kept nodes' structural relations; returns the dropped vectors by text hash."""
+        similar = self.tables.relations_of(kept, "similar")
+        structural = self.tables.relations_of(kept & touched, "structural")
+        self.relation_vectors.remove([r[0] for r in structural])
+        self.tables.delete_relations([r[0] for r in similar + structural])
+        return {sha: v for _, sha, v in structural if sha and v is not None}
 
-    def _add_structural(self, region: set[str], node_of: dict[str, int],
+    def _add_structural(self, touched: set[int], node_of: dict[str, int],
                         reusable: dict[str, np.ndarray]) -> None:
-        """Structural relations of the region's nodes, derived a slice of nodes at a time.
+        """Structural relations of the touched nodes, derived a slice of nodes at a time.
 
-        A node pair belongs to the slice holding its smallest node of the region, and every
+        A node pair belongs to the slice holding its smallest touched node, and every
         mention of the pair touches that node's keys, so each relation is built once from all
         of its mentions while only one slice's mentions are in memory (a 2Wiki batch's region
         of dates and years reaches ~580k mentions: ~50 MiB of rows at once)."""
         keys_of: dict[int, list[str]] = defaultdict(list)
         for key, node in node_of.items():
-            keys_of[node].append(key)
+            if node in touched:
+                keys_of[node].append(key)
         nodes, relations = sorted(keys_of), list[NewRelation]()
         for start in range(0, len(nodes), STRUCTURAL_SLICE):
             owned = set(nodes[start : start + STRUCTURAL_SLICE])
@@ -393,6 +427,16 @@ def _structural(pair: tuple[int, int], rows: list[RelationMentionRow], names: di
     return NewRelation("structural", pair[0], pair[1], keywords, description,
                        weight=round(weight([r.strength for r in rows]), 6), text_sha=sha,
                        chunk_ids=tuple(sorted({r.chunk_id for r in rows})))
+
+
+def _head(group: list[str], infos: dict[str, _Key]) -> tuple[str, str]:
+    """A group's node name and type."""
+    members = [infos[k] for k in group]
+    head = infos[representative(m.for_aggregation() for m in members).key]
+    kinds = Counter(m.type for m in members for _ in range(m.mentions) if m.type not in GENERIC_TYPES)
+    type_ = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else head.type
+    # Schema 4 stores no node description: ``GraphTables.nodes`` derives it from the mentions.
+    return head.name, type_
 
 
 def _summarise(key: str, rows: list[MentionRow]) -> _Key:

@@ -236,18 +236,25 @@ class GraphTables:
 
     # -- nodes, relations and links ---------------------------------------------------------
 
-    def relations_of(self, entity_ids: Iterable[int]) -> list[tuple[int, str | None, np.ndarray | None]]:
-        """(id, text hash, vector) of every relation touching these nodes."""
+    def relations_of(self, entity_ids: Iterable[int], kind: str | None = None
+                     ) -> list[tuple[int, str | None, np.ndarray | None]]:
+        """(id, text hash, vector) of every relation (of one kind, if given) touching these nodes."""
         out: dict[int, tuple[int, str | None, np.ndarray | None]] = {}
+        kinds = ("structural", "similar") if kind is None else (kind,)
         for part in parts(sorted(set(entity_ids))):
-            holders = marks(part)
+            holders, which = marks(part), marks(kinds)
             rows = self.conn.execute(
-                f"SELECT id, text_sha, vector FROM relations WHERE source_id IN ({holders}) "
-                f"UNION SELECT id, text_sha, vector FROM relations WHERE target_id IN ({holders})",
-                part + part)
+                f"SELECT id, text_sha, vector FROM relations WHERE source_id IN ({holders}) AND kind IN "
+                f"({which}) UNION SELECT id, text_sha, vector FROM relations WHERE target_id IN "
+                f"({holders}) AND kind IN ({which})", [*part, *kinds, *part, *kinds])
             out.update((row[0], (row[0], row[1], None if row[2] is None else decode(row[2])))
                        for row in rows)
         return list(out.values())
+
+    def delete_relations(self, relation_ids: Iterable[int]) -> None:
+        """Delete relations with their chunk links."""
+        for part in parts(sorted(set(relation_ids))):
+            self.conn.execute(f"DELETE FROM relations WHERE id IN ({marks(part)})", part)
 
     def delete_entities(self, entity_ids: Iterable[int]) -> None:
         """Delete nodes with their relations and chunk links (keys keep their rows)."""
@@ -260,13 +267,16 @@ class GraphTables:
             "INSERT INTO entities(name, type, description, n_keys) VALUES (?, ?, ?, ?)",
             (name, type_, description, len(keys)))
         entity_id = inserted_id(cursor)
-        holders = marks(list(keys))
-        self.conn.execute(f"UPDATE entity_keys SET entity_id = ? WHERE key IN ({holders})",
+        self.conn.execute(f"UPDATE entity_keys SET entity_id = ? WHERE key IN ({marks(keys)})",
                           [entity_id, *keys])
+        self.link_chunks(entity_id, keys)
+        return entity_id
+
+    def link_chunks(self, entity_id: int, keys: Sequence[str]) -> None:
+        """Link a node to every chunk that mentions one of its keys (links held stay)."""
         self.conn.execute(
             "INSERT OR IGNORE INTO chunk_entities(chunk_id, entity_id) SELECT DISTINCT chunk_id, ? "
-            f"FROM entity_mentions WHERE key IN ({holders})", [entity_id, *keys])
-        return entity_id
+            f"FROM entity_mentions WHERE key IN ({marks(keys)})", [entity_id, *keys])
 
     def relation_mentions(self, keys: Iterable[str]) -> list[RelationMentionRow]:
         """Every relation mention with an endpoint among the keys.
