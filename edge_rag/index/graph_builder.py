@@ -303,9 +303,9 @@ class GraphBuilder:
         stored = {e.id: (e.name, e.type) for e in self.tables.entities(set(members) - dead_nodes)}
         kept: dict[int, int] = {}
         for n, group in enumerate(groups):
-            node = old.get(group[0])
-            if node in stored and members[node] == set(group) and stored[node] == heads[n]:
-                kept[n] = node
+            was = old.get(group[0])
+            if was in stored and members[was] == set(group) and stored[was] == heads[n]:
+                kept[n] = was
         return kept
 
     def _drop_nodes(self, nodes: set[int]) -> dict[str, np.ndarray]:
