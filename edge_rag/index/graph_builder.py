@@ -24,7 +24,6 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from functools import cached_property
 
 import numpy as np
 
@@ -82,9 +81,7 @@ class _Key:
     description: str
     mentions: int
 
-    @cached_property
-    def aggregated(self) -> EntityKey:
-        """The key as aggregation (eqs. 3–5) reads it: type, description words, mentions."""
+    def for_aggregation(self) -> EntityKey:
         words = TOKEN.findall(f"{self.type} {self.description}".lower())
         return EntityKey(self.key, self.type, frozenset(w for w in words if w not in STOPWORDS),
                          self.mentions)
@@ -109,7 +106,6 @@ class GraphBuilder:
         self.batch_chunks = batch_chunks
         self.candidates = Candidates(entity_vectors, params.tau, CANDIDATES_PER_KEY)
         self._names: dict[str, Future[np.ndarray]] = {}  # name texts queued ahead (``update``)
-        self._infos: dict[str, _Key] = {}  # the last region's merged mentions (``update``)
 
     # -- extraction ---------------------------------------------------------------------------
 
@@ -123,7 +119,6 @@ class GraphBuilder:
         if self.extractor is None:
             return report
         bar = Progress("graph", "chunk", self.tables.pending_count(), enabled=progress)
-        self._infos = {}
         batch = self.tables.pending_chunks(self.batch_chunks)
         extractions = self._extract([text for _, text in batch], report)
         self._names = self._names_ahead(extractions)
@@ -134,7 +129,7 @@ class GraphBuilder:
             with self.store.write():
                 for (chunk_id, _), extraction in zip(batch, extractions):
                     self._add_mentions(chunk_id, extraction)
-                self._refresh(self.tables.keys_of_chunks([c for c, _ in batch]))
+                self.refresh(self.tables.keys_of_chunks([c for c, _ in batch]))
             self.save_vectors()
             # A batch's region (2Wiki: thousands of names and their relations) is built from
             # many small objects; handing the freed heap back keeps the build's RSS from
@@ -143,7 +138,6 @@ class GraphBuilder:
             report.chunks += len(batch)
             bar.update(len(batch))
             batch, extractions, self._names = following, coming, names_after
-        self._infos = {}  # kept only while this update holds the write lock
         bar.close()
         self.embed_pending(progress)
         report.seconds = time.perf_counter() - start
@@ -202,11 +196,7 @@ class GraphBuilder:
 
     def refresh(self, changed: Iterable[str]) -> None:
         """Re-derive the graph around keys whose mentions changed (inside a transaction)."""
-        self._infos = {}  # nothing is kept from another holder of the write lock
-        self._refresh(set(changed))
-        self._infos = {}
-
-    def _refresh(self, changed: set[str]) -> None:
+        changed = set(changed)
         if not changed:
             return
         keys = self._merged_mentions(changed)
@@ -215,7 +205,7 @@ class GraphBuilder:
         dead_nodes = {row.entity_id for row in dying.values() if row.entity_id is not None}
         self._store_keys(keys, set(dying))
         region, edges = self._region(seeds)
-        self._rebuild(region, edges, dead_nodes, self._region_infos(region, keys, changed), changed)
+        self._rebuild(region, edges, dead_nodes, changed)
         self.store.bump_generation("entity")
         self.store.bump_generation("relation")
 
@@ -298,18 +288,8 @@ class GraphBuilder:
         nodes = {row.entity_id for row in rows if row.entity_id is not None}
         return self.tables.keys_of_entities(nodes | self.tables.similar_partners(nodes))
 
-    def _region_infos(self, region: set[str], fresh: dict[str, _Key], changed: set[str]) -> dict[str, _Key]:
-        """Merged mentions of the region's keys: the changed keys' just read, the others kept
-        from the region before where their mentions did not change (2Wiki's dates and years
-        come back in every batch), read otherwise."""
-        infos = {k: v for k, v in self._infos.items() if k in region and k not in changed}
-        infos.update((k, v) for k, v in fresh.items() if k in region)
-        infos.update(self._merged_mentions(region - set(infos)))
-        self._infos = infos
-        return infos
-
     def _rebuild(self, region: set[str], edges: set[tuple[str, str]], dead_nodes: set[int],
-                 infos: dict[str, _Key], changed: set[str]) -> None:
+                 changed: set[str]) -> None:
         """Aggregate the region's components and bring its nodes and relations in line.
 
         A node whose group of keys, name and type come out as stored is kept with its id;
@@ -317,9 +297,10 @@ class GraphBuilder:
         mentions changed, are derived again (the others come from unchanged mentions between
         unchanged nodes, so deriving them would give them back as they are). A 2Wiki batch
         touches a few dozen of the ~3,000 dates and years in one component."""
+        infos = self._merged_mentions(region)
         groups, similar = [], []
         for component in components(region, edges):
-            result = aggregate([infos[k].aggregated for k in component], self.params)
+            result = aggregate([infos[k].for_aggregation() for k in component], self.params)
             groups.extend(result.groups)
             similar.extend(result.similar)
         heads = [_head(group, infos) for group in groups]
@@ -480,7 +461,7 @@ def _structural(pair: tuple[int, int], rows: list[RelationMentionRow], names: di
 def _head(group: list[str], infos: dict[str, _Key]) -> tuple[str, str]:
     """A group's node name and type."""
     members = [infos[k] for k in group]
-    head = infos[representative(m.aggregated for m in members).key]
+    head = infos[representative(m.for_aggregation() for m in members).key]
     kinds = Counter(m.type for m in members for _ in range(m.mentions) if m.type not in GENERIC_TYPES)
     type_ = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else head.type
     # Schema 4 stores no node description: ``GraphTables.nodes`` derives it from the mentions.

@@ -60,7 +60,6 @@ class Embedder:
         self._session: ort.InferenceSession | None = None
         self._worker_session: ort.InferenceSession | None = None
         self._pool: ThreadPoolExecutor | None = None
-        self._spare: ThreadPoolExecutor | None = None  # workers − 1 threads (``embed_alone_later``)
         self._lock = threading.Lock()
         self._input_names: set[str] = set()
         self._recent: dict[str, np.ndarray] = {}
@@ -117,21 +116,18 @@ class Embedder:
         batch-mate moves a vector (mean cosine 0.989, minimum 0.95 between batches of 8 and of
         1 on 2Wiki's entity names). The runs go side by side on the workers."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for n, vectors in enumerate(self._side_by_side([[t] for t in texts])):
-            out[n] = vectors[0]
+        for n, vector in enumerate(self.embed_alone_later(texts)):
+            out[n] = vector.result()
         return out
 
     def embed_alone_later(self, texts: Sequence[str]) -> list[Future[np.ndarray]]:
-        """``embed_alone`` as a future per text (its ``[dim]`` vector), queued on all workers
-        but one, so that the caller keeps a core for what it does meanwhile (with one worker,
-        run now). A graph build embeds the next batch's new names this way while it derives
-        the current batch's region."""
+        """``embed_alone`` as a future per text (its ``[dim]`` vector), queued on the workers
+        (with one worker, run now). A graph build embeds the next batch's new names this way
+        while it derives the current batch's region."""
         if self.workers == 1:
             return [_done(self._embed_batch([t])[0]) for t in texts]
-        if self._spare is None:
-            self._worker_pool()  # the workers' session
-            self._spare = ThreadPoolExecutor(self.workers - 1, thread_name_prefix="embedder-ahead")
-        return [self._spare.submit(lambda t: self._embed_batch([t], True)[0], t) for t in texts]
+        pool = self._worker_pool()
+        return [pool.submit(lambda t: self._embed_batch([t], True)[0], t) for t in texts]
 
     def embed_spread(self, texts: Sequence[str]) -> np.ndarray:
         """``embed``'s batches (so its vectors), run side by side on the workers."""
@@ -150,10 +146,9 @@ class Embedder:
 
     def close(self) -> None:
         """Let the workers go once their queued runs are done (the sessions stay usable)."""
-        for pool in (self._pool, self._spare):
-            if pool is not None:
-                pool.shutdown(wait=False)
-        self._pool = self._spare = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
 
     def _embed_sequential(self, texts: Sequence[str], on_worker: bool = False) -> np.ndarray:
         # ``embed``'s batches, run one after another on one session.
