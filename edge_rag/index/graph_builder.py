@@ -105,27 +105,17 @@ class GraphBuilder:
         self.params = params
         self.batch_chunks = batch_chunks
         self.candidates = Candidates(entity_vectors, params.tau, CANDIDATES_PER_KEY)
-        self._names: dict[str, Future[np.ndarray]] = {}  # name texts queued ahead (``update``)
 
     # -- extraction ---------------------------------------------------------------------------
 
     def update(self, progress: bool = False) -> GraphReport:
-        """Extract every chunk not yet in the graph, a batch per transaction.
-
-        Each batch is extracted one batch ahead, and the new names it brings are queued on the
-        embedder's workers then: they are embedded (each alone, so to the same vectors) while
-        this batch's region is derived on the main thread, instead of after it."""
+        """Extract every chunk not yet in the graph, a batch per transaction."""
         report, start = GraphReport(), time.perf_counter()
         if self.extractor is None:
             return report
         bar = Progress("graph", "chunk", self.tables.pending_count(), enabled=progress)
-        batch = self.tables.pending_chunks(self.batch_chunks)
-        extractions = self._extract([text for _, text in batch], report)
-        self._names = self._names_ahead(extractions)
-        while batch:
-            following = self.tables.pending_chunks(self.batch_chunks, after=batch[-1][0])
-            coming = self._extract([text for _, text in following], report)
-            names_after = self._names_ahead(coming)
+        while batch := self.tables.pending_chunks(self.batch_chunks):
+            extractions = self._extract([text for _, text in batch], report)
             with self.store.write():
                 for (chunk_id, _), extraction in zip(batch, extractions):
                     self._add_mentions(chunk_id, extraction)
@@ -137,23 +127,10 @@ class GraphBuilder:
             trim_heap()
             report.chunks += len(batch)
             bar.update(len(batch))
-            batch, extractions, self._names = following, coming, names_after
         bar.close()
         self.embed_pending(progress)
         report.seconds = time.perf_counter() - start
         return report
-
-    def _names_ahead(self, extractions: list[Extraction]) -> dict[str, Future[np.ndarray]]:
-        """The embedding texts of names whose key is not stored yet, queued on the workers
-        (those already queued for the batch before keep their future)."""
-        if self.embedder.workers == 1:
-            return {}
-        spellings = {(e.key, embedding_text(e.name)) for x in extractions for e in x.entities}
-        stored = self.tables.key_rows({key for key, _ in spellings})
-        texts = sorted({text for key, text in spellings if key not in stored})
-        queued = {t: self._names[t] for t in texts if t in self._names}
-        fresh = [t for t in texts if t not in queued]
-        return queued | dict(zip(fresh, self.embedder.embed_alone_later(fresh)))
 
     def _extract(self, texts: list[str], report: GraphReport) -> list[Extraction]:
         extractor = self.extractor
@@ -237,8 +214,8 @@ class GraphBuilder:
         # as it will when read back.
         vectors: dict[str, np.ndarray] = {}
         if stale:
-            vectors = dict(zip(stale, as_stored(self._embed_names([embedding_text(alive[k].name)
-                                                                   for k in stale]))))
+            fresh = self.embedder.embed_alone([embedding_text(alive[k].name) for k in stale])
+            vectors = dict(zip(stale, as_stored(fresh)))
         renamed = [old[k].id for k in dead | set(stale) if k in old]
         added: list[int] = []
         for key, info in sorted(alive.items()):
@@ -251,12 +228,6 @@ class GraphBuilder:
         self.candidates.remove(renamed)
         if added:
             self.candidates.add(added, np.stack([vectors[k] for k in sorted(vectors)]))
-
-    def _embed_names(self, texts: list[str]) -> np.ndarray:
-        # Names queued ahead by ``update`` are taken from their futures, the others embedded now.
-        missing = [t for t in texts if t not in self._names]
-        now = dict(zip(missing, self.embedder.embed_alone(missing)))
-        return np.stack([now[t] if t in now else self._names[t].result() for t in texts])
 
     def _region(self, seeds: set[str]) -> tuple[set[str], set[tuple[str, str]]]:
         """Whole components (eq. 2) around the seeds, plus the old node-mates of every key in them."""

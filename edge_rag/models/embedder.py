@@ -116,18 +116,9 @@ class Embedder:
         batch-mate moves a vector (mean cosine 0.989, minimum 0.95 between batches of 8 and of
         1 on 2Wiki's entity names). The runs go side by side on the workers."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for n, vector in enumerate(self.embed_alone_later(texts)):
-            out[n] = vector.result()
+        for n, vectors in enumerate(self._side_by_side([[t] for t in texts])):
+            out[n] = vectors[0]
         return out
-
-    def embed_alone_later(self, texts: Sequence[str]) -> list[Future[np.ndarray]]:
-        """``embed_alone`` as a future per text (its ``[dim]`` vector), queued on the workers
-        (with one worker, run now). A graph build embeds the next batch's new names this way
-        while it derives the current batch's region."""
-        if self.workers == 1:
-            return [_done(self._embed_batch([t])[0]) for t in texts]
-        pool = self._worker_pool()
-        return [pool.submit(lambda t: self._embed_batch([t], True)[0], t) for t in texts]
 
     def embed_spread(self, texts: Sequence[str]) -> np.ndarray:
         """``embed``'s batches (so its vectors), run side by side on the workers."""
@@ -141,7 +132,9 @@ class Embedder:
         """``embed`` run on a worker: the future's vectors are those ``embed`` gives. A bulk
         insert embeds the next documents this way while it writes one."""
         if self.workers == 1:
-            return _done(self.embed(texts))
+            done: Future[np.ndarray] = Future()
+            done.set_result(self.embed(texts))
+            return done
         return self._worker_pool().submit(self._embed_sequential, texts, True)
 
     def close(self) -> None:
@@ -203,12 +196,6 @@ class Embedder:
             feeds["token_type_ids"] = np.zeros_like(ids)
         hidden = session.run(None, feeds)[0]
         return _normalise(_mean_pool(hidden, mask))
-
-
-def _done(vectors: np.ndarray) -> Future[np.ndarray]:
-    done: Future[np.ndarray] = Future()
-    done.set_result(vectors)
-    return done
 
 
 def _truncate(ids: list[int], length: int) -> list[int]:

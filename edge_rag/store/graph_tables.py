@@ -116,11 +116,11 @@ class GraphTables:
 
     # -- extraction bookkeeping -----------------------------------------------------------
 
-    def pending_chunks(self, limit: int, after: int = 0) -> list[tuple[int, str]]:
-        """(id, text) of chunks not yet in the graph, oldest first, from ids above ``after``."""
+    def pending_chunks(self, limit: int) -> list[tuple[int, str]]:
+        """(id, text) of chunks not yet in the graph, oldest first."""
         return self.conn.execute(
             "SELECT c.id, c.text FROM chunks c LEFT JOIN chunk_graph g ON g.chunk_id = c.id "
-            "WHERE g.chunk_id IS NULL AND c.id > ? ORDER BY c.id LIMIT ?", (after, limit)).fetchall()
+            "WHERE g.chunk_id IS NULL ORDER BY c.id LIMIT ?", (limit,)).fetchall()
 
     def pending_count(self) -> int:
         """How many chunks wait for extraction."""
