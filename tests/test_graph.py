@@ -87,6 +87,29 @@ def test_the_graph_does_not_depend_on_insertion_order(tmp_path: Path, model_fold
     assert all(g == graphs[0] for g in graphs[1:])
 
 
+def test_a_refresh_rewrites_only_what_the_new_mentions_reach(tmp_path: Path, model_folder) -> None:
+    """Nodes that aggregation gives back unchanged keep their rows, and so do the structural
+    relations between nodes whose keys the new document does not mention (here the first
+    document's dates share a component with the new one's, so the refresh reaches them)."""
+    structural = "SELECT id, source_id, target_id, weight FROM relations WHERE kind = 'structural'"
+    with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
+        rag.insert_text(CRAFTED["a.txt"] + CRAFTED["b.txt"], source="first")
+        conn = rag.store.conn
+        nodes, relations = set(conn.execute("SELECT id, name FROM entities")), set(conn.execute(structural))
+        node_of_key = dict(conn.execute("SELECT key, entity_id FROM entity_keys"))
+        rag.insert_text("Time: 20260110_09:00\nMaria Lopez: The bakery on Elm Street opens at noon.\n"
+                        "Tom Baker: Great, I will buy bread there for Maria Lopez.\n", source="second")
+        mentioned = {r[0] for r in conn.execute(
+            "SELECT m.key FROM entity_mentions m JOIN chunks c ON c.id = m.chunk_id "
+            "JOIN documents d ON d.id = c.doc_id WHERE d.source = 'second'")}
+        kept, after = nodes & set(conn.execute("SELECT id, name FROM entities")), set(conn.execute(structural))
+    reached = {node_of_key[k] for k in mentioned if k in node_of_key}
+    assert any(name.startswith("2026-") for _, name in nodes)
+    assert {n for n in nodes if n[0] not in reached} <= kept
+    unreached = {i for i, _ in nodes} - reached
+    assert {r for r in relations if {r[1], r[2]} <= unreached} <= after
+
+
 def test_structural_edges_carry_weights_and_similar_edges_scores(tmp_path: Path, model_folder) -> None:
     graph = _graph_after(tmp_path, ["a.txt", "b.txt", "c.txt"])
     structural = [e for e in graph["edges"] if e["kind"] == "structural"]
