@@ -117,9 +117,10 @@ class GraphBuilder:
         while batch := self.tables.pending_chunks(self.batch_chunks):
             extractions = self._extract([text for _, text in batch], report)
             with self.store.write():
+                pairs = set[tuple[str, str]]()
                 for (chunk_id, _), extraction in zip(batch, extractions):
-                    self._add_mentions(chunk_id, extraction)
-                self.refresh(self.tables.keys_of_chunks([c for c, _ in batch]))
+                    pairs |= self._add_mentions(chunk_id, extraction)
+                self.refresh(self.tables.keys_of_chunks([c for c, _ in batch]), pairs)
             self.save_vectors()
             # A batch's region (2Wiki: thousands of names and their relations) is built from
             # many small objects; handing the freed heap back keeps the build's RSS from
@@ -154,7 +155,8 @@ class GraphBuilder:
         report.failures += sum(e.failures for e in results)
         return results
 
-    def _add_mentions(self, chunk_id: int, extraction: Extraction) -> None:
+    def _add_mentions(self, chunk_id: int, extraction: Extraction) -> set[tuple[str, str]]:
+        # Returns the key pairs the chunk's relation mentions join.
         assert self.extractor is not None
         keys = {e.key for e in extraction.entities}
         relations = [(entity_key(r.source), entity_key(r.target), r.keywords, r.description, r.strength)
@@ -163,6 +165,7 @@ class GraphBuilder:
         self.tables.add_mentions(chunk_id, self.extractor.id, extraction.failures,
                                  [(e.key, e.name, e.type, e.description) for e in extraction.entities],
                                  [(min(s, t), max(s, t), k, d, w) for s, t, k, d, w in relations])
+        return {(min(s, t), max(s, t)) for s, t, *_ in relations}
 
     def save_vectors(self) -> None:
         """Persist the entity and relation vector files at the generation SQLite holds."""
@@ -171,8 +174,12 @@ class GraphBuilder:
 
     # -- derivation ------------------------------------------------------------------------------
 
-    def refresh(self, changed: Iterable[str]) -> None:
-        """Re-derive the graph around keys whose mentions changed (inside a transaction)."""
+    def refresh(self, changed: Iterable[str], pairs: set[tuple[str, str]] | None = None) -> None:
+        """Re-derive the graph around keys whose mentions changed (inside a transaction).
+
+        ``pairs`` are the key pairs whose relation mentions changed, when the caller knows them
+        (an insert does; a delete passes none): relations between kept nodes are then derived
+        again only for those pairs, otherwise for every pair touching a changed key."""
         changed = set(changed)
         if not changed:
             return
@@ -182,7 +189,7 @@ class GraphBuilder:
         dead_nodes = {row.entity_id for row in dying.values() if row.entity_id is not None}
         self._store_keys(keys, set(dying))
         region, edges = self._region(seeds)
-        self._rebuild(region, edges, dead_nodes, changed)
+        self._rebuild(region, edges, dead_nodes, changed, pairs)
         self.store.bump_generation("entity")
         self.store.bump_generation("relation")
 
@@ -260,7 +267,7 @@ class GraphBuilder:
         return self.tables.keys_of_entities(nodes | self.tables.similar_partners(nodes))
 
     def _rebuild(self, region: set[str], edges: set[tuple[str, str]], dead_nodes: set[int],
-                 changed: set[str]) -> None:
+                 changed: set[str], pairs: set[tuple[str, str]] | None) -> None:
         """Aggregate the region's components and bring its nodes and relations in line.
 
         A node whose group of keys, name and type come out as stored is kept with its id;
@@ -278,18 +285,25 @@ class GraphBuilder:
         old = {k: r.entity_id for k, r in self.tables.key_rows(region).items() if r.entity_id is not None}
         kept = self._kept_nodes(groups, heads, old, dead_nodes)
         reusable = self._drop_nodes((dead_nodes | set(old.values())) - set(kept.values()))
-        node_of, touched = dict[str, int](), set[int]()
+        node_of, new, changed_nodes = dict[str, int](), set[int](), set[int]()
         for n, group in enumerate(groups):
             node = kept.get(n)
             if node is None:
                 node = self.tables.add_entity(*heads[n], "", group)
-                touched.add(node)
+                new.add(node)
             elif not changed.isdisjoint(group):
                 self.tables.link_chunks(node, group)
-                touched.add(node)
+                changed_nodes.add(node)
             node_of.update((key, node) for key in group)
-        reusable.update(self._drop_relations(set(kept.values()), touched))
-        self._add_structural(touched, node_of, reusable)
+        if pairs is None:  # every relation of a changed node, as for a new one
+            new |= changed_nodes
+            stale = set[tuple[int, int]]()
+        else:
+            stale = {(min(node_of[a], node_of[b]), max(node_of[a], node_of[b])) for a, b in pairs
+                     if node_of[a] != node_of[b] and node_of[a] not in new and node_of[b] not in new}
+        reusable.update(self._drop_relations(set(kept.values()), new, stale))
+        self._add_structural(new, node_of, reusable)
+        self._add_pairs(stale, node_of, reusable)
         for a, b, score in similar:
             self.tables.add_relation(NewRelation("similar", node_of[a], node_of[b], score=score))
 
@@ -315,11 +329,14 @@ class GraphBuilder:
         self.tables.delete_entities(nodes)
         return {sha: v for _, sha, v in relations if sha and v is not None}
 
-    def _drop_relations(self, kept: set[int], touched: set[int]) -> dict[str, np.ndarray]:
-        """Delete the kept nodes' similar edges (aggregation gives the region's anew) and the
-        touched kept nodes' structural relations; returns the dropped vectors by text hash."""
+    def _drop_relations(self, kept: set[int], touched: set[int], stale: set[tuple[int, int]]
+                        ) -> dict[str, np.ndarray]:
+        """Delete the kept nodes' similar edges (aggregation gives the region's anew), the
+        structural relations of touched kept nodes and those of stale kept pairs; returns the
+        dropped vectors by text hash."""
         similar = self.tables.relations_of(kept, "similar")
         structural = self.tables.relations_of(kept & touched, "structural")
+        structural += self.tables.relations_between(stale)
         self.relation_vectors.remove([r[0] for r in structural])
         self.tables.delete_relations([r[0] for r in similar + structural])
         return {sha: v for _, sha, v in structural if sha and v is not None}
@@ -346,6 +363,21 @@ class GraphBuilder:
         # the batches relation vectors are embedded in) do not depend on the slicing.
         relations.sort(key=lambda r: (r.source_id, r.target_id))
         self._insert_relations(relations, reusable)
+
+    def _add_pairs(self, stale: set[tuple[int, int]], node_of: dict[str, int],
+                   reusable: dict[str, np.ndarray]) -> None:
+        """Structural relations of node pairs whose mentions changed, each from all its mentions
+        (read by the pair's keys, not by every mention of two busy nodes)."""
+        if not stale:
+            return
+        keys_of: dict[int, list[str]] = defaultdict(list)
+        for key, node in node_of.items():
+            keys_of[node].append(key)
+        by_pair = {pair: self.tables.mentions_between(keys_of[pair[0]], keys_of[pair[1]])
+                   for pair in sorted(stale)}
+        names = self.tables.entity_names({n for pair in by_pair for n in pair})
+        self._insert_relations([_structural(pair, rows, names) for pair, rows in by_pair.items() if rows],
+                               reusable)
 
     def _pairs_owned(self, owned: set[int], keys_of: dict[int, list[str]],
                      node_of: dict[str, int]) -> dict[tuple[int, int], list[RelationMentionRow]]:

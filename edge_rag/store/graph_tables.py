@@ -251,6 +251,16 @@ class GraphTables:
                        for row in rows)
         return list(out.values())
 
+    def relations_between(self, pairs: Iterable[tuple[int, int]]
+                          ) -> list[tuple[int, str | None, np.ndarray | None]]:
+        """(id, text hash, vector) of the structural relation of each (smaller, larger) node pair."""
+        out: list[tuple[int, str | None, np.ndarray | None]] = []
+        for source, target in sorted(pairs):
+            rows = self.conn.execute("SELECT id, text_sha, vector FROM relations WHERE source_id = ? "
+                                     "AND target_id = ? AND kind = 'structural'", (source, target))
+            out.extend((i, sha, None if v is None else decode(v)) for i, sha, v in rows)
+        return out
+
     def delete_relations(self, relation_ids: Iterable[int]) -> None:
         """Delete relations with their chunk links."""
         for part in parts(sorted(set(relation_ids))):
@@ -293,6 +303,21 @@ class GraphTables:
                 "WHERE key IN k) AND (m.source_key IN k OR m.target_key IN k)", part)
             out.update((row[:3], RelationMentionRow(*row)) for row in rows)
         return sorted(out.values(), key=lambda r: (r.chunk_id, r.source_key, r.target_key))
+
+    def mentions_between(self, keys: Sequence[str], others: Sequence[str]) -> list[RelationMentionRow]:
+        """Every relation mention joining a key of ``keys`` to one of ``others``, in the order
+        ``relation_mentions`` gives: read through the chunks that mention both keys."""
+        columns = f"chunk_id, source_key, target_key, keywords, {MENTION_DESCRIPTION}, strength"
+        out: list[RelationMentionRow] = []
+        for a in keys:
+            for b in others:
+                first, second = min(a, b), max(a, b)
+                rows = self.conn.execute(
+                    f"SELECT {columns} FROM relation_mentions m WHERE m.chunk_id IN (SELECT chunk_id "
+                    "FROM entity_mentions WHERE key = ? INTERSECT SELECT chunk_id FROM entity_mentions "
+                    "WHERE key = ?) AND m.source_key = ? AND m.target_key = ?", (first, second) * 2)
+                out.extend(RelationMentionRow(*row) for row in rows)
+        return sorted(out, key=lambda r: (r.chunk_id, r.source_key, r.target_key))
 
     def entity_of_keys(self, keys: Iterable[str]) -> dict[str, int]:
         """The node id each key belongs to."""
