@@ -7,11 +7,12 @@ Mentions are the truth; everything else is derived and rebuilt only where a chan
    entity vector index to the whole weakly connected component (eq. 2), together with the
    keys that shared a node or a similar edge with them before the change;
 3. each component is aggregated (eqs. 3–5, ``aggregate.py``) into merged nodes and similar
-   edges, and the nodes, structural relations (with their weight ω_r) and chunk links of the
-   region are rebuilt.
+   edges; a node that comes out as stored (same keys, name and type) keeps its row, the
+   others are made anew with their chunk links, and structural relations (with their weight
+   ω_r) are derived again where their mentions or an endpoint changed.
 
-Because the result is a function of the mentions alone, it does not depend on insertion order,
-and deleting a document restores the graph the other documents give.
+Because the content is a function of the mentions alone, it does not depend on insertion order
+(row ids do), and deleting a document restores the graph the other documents give.
 """
 
 from __future__ import annotations
