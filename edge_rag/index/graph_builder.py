@@ -410,9 +410,10 @@ class GraphBuilder:
 
     def embed_pending(self, progress: bool = False) -> int:
         """Embed structural relations that have no vector yet; returns how many."""
-        # Ordered by text, not id: which relations share an embedding batch (and so the int8
-        # graph's activation scale) then follows from the texts alone, whatever the build's history.
-        pending = sorted(self.tables.relations_without_vector(), key=lambda row: (_text(row), row[0]))
+        # In id order: embedding them in text order instead (so that batch-mates, and with them
+        # the int8 graph's activation scale, follow from the texts alone) cost dual 0.015 of
+        # LiHua dev recall@5 (0.808 against 0.823) for no gain elsewhere.
+        pending = self.tables.relations_without_vector()
         bar = Progress("relation vectors", "relation", len(pending), enabled=progress)
         parts = [pending[start : start + 512] for start in range(0, len(pending), 512)]
         # The next part is embedded on a worker while this one is stored.
@@ -431,11 +432,7 @@ class GraphBuilder:
         return len(pending)
 
     def _embed_later(self, part: list[tuple[int, str, str, str, str]]) -> Future[np.ndarray]:
-        return self.embedder.embed_later([_text(row) for row in part])
-
-
-def _text(row: tuple[int, str, str, str, str]) -> str:
-    return relation_text(*row[1:])
+        return self.embedder.embed_later([relation_text(*row[1:]) for row in part])
 
 
 def weight(strengths: Sequence[float]) -> float:
