@@ -271,11 +271,12 @@ class GraphBuilder:
                  changed: set[str], pairs: set[tuple[str, str]] | None) -> None:
         """Aggregate the region's components and bring its nodes and relations in line.
 
-        A node whose group of keys, name and type come out as stored is kept with its id;
-        only relations with an endpoint among the new nodes, or among kept nodes whose keys'
-        mentions changed, are derived again (the others come from unchanged mentions between
-        unchanged nodes, so deriving them would give them back as they are). A 2Wiki batch
-        touches a few dozen of the ~3,000 dates and years in one component."""
+        A node whose group of keys, name and type come out as stored is kept with its id.
+        Relations with an endpoint among the new nodes are derived again; between kept nodes,
+        only those of key pairs whose mentions changed (every relation of a changed node when
+        the pairs are not known). The others come from unchanged mentions between unchanged
+        nodes, so deriving them would give them back as they are: a 2Wiki batch reaches the
+        ~3,000 dates and years of one component and changes a few dozen of them."""
         infos = self._merged_mentions(region)
         groups, similar = [], []
         for component in components(region, edges):
@@ -330,13 +331,13 @@ class GraphBuilder:
         self.tables.delete_entities(nodes)
         return {sha: v for _, sha, v in relations if sha and v is not None}
 
-    def _drop_relations(self, kept: set[int], touched: set[int], stale: set[tuple[int, int]]
+    def _drop_relations(self, kept: set[int], whole: set[int], stale: set[tuple[int, int]]
                         ) -> dict[str, np.ndarray]:
-        """Delete the kept nodes' similar edges (aggregation gives the region's anew), the
-        structural relations of touched kept nodes and those of stale kept pairs; returns the
-        dropped vectors by text hash."""
+        """Delete the kept nodes' similar edges (aggregation gives the region's anew), every
+        structural relation of the kept nodes among ``whole`` and those of the stale pairs;
+        returns the dropped vectors by text hash."""
         similar = self.tables.relations_of(kept, "similar")
-        structural = self.tables.relations_of(kept & touched, "structural")
+        structural = self.tables.relations_of(kept & whole, "structural")
         structural += self.tables.relations_between(stale)
         self.relation_vectors.remove([r[0] for r in structural])
         self.tables.delete_relations([r[0] for r in similar + structural])
