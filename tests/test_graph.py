@@ -102,7 +102,8 @@ def test_a_refresh_rewrites_only_what_the_new_mentions_reach(tmp_path: Path, mod
         mentioned = {r[0] for r in conn.execute(
             "SELECT m.key FROM entity_mentions m JOIN chunks c ON c.id = m.chunk_id "
             "JOIN documents d ON d.id = c.doc_id WHERE d.source = 'second'")}
-        kept, after = nodes & set(conn.execute("SELECT id, name FROM entities")), set(conn.execute(structural))
+        kept = nodes & set(conn.execute("SELECT id, name FROM entities"))
+        after = set(conn.execute(structural))
     reached = {node_of_key[k] for k in mentioned if k in node_of_key}
     assert any(name.startswith("2026-") for _, name in nodes)
     assert {n for n in nodes if n[0] not in reached} <= kept
