@@ -287,24 +287,24 @@ class GraphBuilder:
         old = {k: r.entity_id for k, r in self.tables.key_rows(region).items() if r.entity_id is not None}
         kept = self._kept_nodes(groups, heads, old, dead_nodes)
         reusable = self._drop_nodes((dead_nodes | set(old.values())) - set(kept.values()))
-        node_of, new, changed_nodes = dict[str, int](), set[int](), set[int]()
+        # ``whole``: nodes all of whose relations are derived again (new ones; changed ones too
+        # when the changed pairs are not known); ``stale``: kept pairs whose mentions changed.
+        node_of, whole, changed_nodes = dict[str, int](), set[int](), set[int]()
         for n, group in enumerate(groups):
             node = kept.get(n)
             if node is None:
                 node = self.tables.add_entity(*heads[n], "", group)
-                new.add(node)
+                whole.add(node)
             elif not changed.isdisjoint(group):
                 self.tables.link_chunks(node, group)
                 changed_nodes.add(node)
             node_of.update((key, node) for key in group)
-        if pairs is None:  # every relation of a changed node, as for a new one
-            new |= changed_nodes
-            stale = set[tuple[int, int]]()
-        else:
-            stale = {(min(node_of[a], node_of[b]), max(node_of[a], node_of[b])) for a, b in pairs
-                     if node_of[a] != node_of[b] and node_of[a] not in new and node_of[b] not in new}
-        reusable.update(self._drop_relations(set(kept.values()), new, stale))
-        self._add_structural(new, node_of, reusable)
+        if pairs is None:
+            whole |= changed_nodes
+        stale = {(min(node_of[a], node_of[b]), max(node_of[a], node_of[b])) for a, b in pairs or ()
+                 if node_of[a] != node_of[b] and node_of[a] not in whole and node_of[b] not in whole}
+        reusable.update(self._drop_relations(set(kept.values()), whole, stale))
+        self._add_structural(whole, node_of, reusable)
         self._add_pairs(stale, node_of, reusable)
         for a, b, score in similar:
             self.tables.add_relation(NewRelation("similar", node_of[a], node_of[b], score=score))
@@ -325,11 +325,10 @@ class GraphBuilder:
         return kept
 
     def _drop_nodes(self, nodes: set[int]) -> dict[str, np.ndarray]:
-        # Vectors of dropped relations are kept by text hash: unchanged relations reuse them.
         relations = self.tables.relations_of(nodes)
         self.relation_vectors.remove([r[0] for r in relations])
         self.tables.delete_entities(nodes)
-        return {sha: v for _, sha, v in relations if sha and v is not None}
+        return _by_text(relations)
 
     def _drop_relations(self, kept: set[int], whole: set[int], stale: set[tuple[int, int]]
                         ) -> dict[str, np.ndarray]:
@@ -341,20 +340,17 @@ class GraphBuilder:
         structural += self.tables.relations_between(stale)
         self.relation_vectors.remove([r[0] for r in structural])
         self.tables.delete_relations([r[0] for r in similar + structural])
-        return {sha: v for _, sha, v in structural if sha and v is not None}
+        return _by_text(structural)
 
-    def _add_structural(self, touched: set[int], node_of: dict[str, int],
+    def _add_structural(self, whole: set[int], node_of: dict[str, int],
                         reusable: dict[str, np.ndarray]) -> None:
-        """Structural relations of the touched nodes, derived a slice of nodes at a time.
+        """Every structural relation of the ``whole`` nodes, derived a slice of nodes at a time.
 
-        A node pair belongs to the slice holding its smallest touched node, and every
+        A node pair belongs to the slice holding its smallest ``whole`` node, and every
         mention of the pair touches that node's keys, so each relation is built once from all
         of its mentions while only one slice's mentions are in memory (a 2Wiki batch's region
         of dates and years reaches ~580k mentions: ~50 MiB of rows at once)."""
-        keys_of: dict[int, list[str]] = defaultdict(list)
-        for key, node in node_of.items():
-            if node in touched:
-                keys_of[node].append(key)
+        keys_of = _keys_of(node_of, whole)
         nodes, relations = sorted(keys_of), list[NewRelation]()
         for start in range(0, len(nodes), STRUCTURAL_SLICE):
             owned = set(nodes[start : start + STRUCTURAL_SLICE])
@@ -372,9 +368,7 @@ class GraphBuilder:
         (read by the pair's keys, not by every mention of two busy nodes)."""
         if not stale:
             return
-        keys_of: dict[int, list[str]] = defaultdict(list)
-        for key, node in node_of.items():
-            keys_of[node].append(key)
+        keys_of = _keys_of(node_of, {n for pair in stale for n in pair})
         by_pair = {pair: self.tables.mentions_between(keys_of[pair[0]], keys_of[pair[1]])
                    for pair in sorted(stale)}
         names = self.tables.entity_names({n for pair in by_pair for n in pair})
@@ -458,6 +452,21 @@ def _structural(pair: tuple[int, int], rows: list[RelationMentionRow], names: di
     return NewRelation("structural", pair[0], pair[1], keywords, description,
                        weight=round(weight([r.strength for r in rows]), 6), text_sha=sha,
                        chunk_ids=tuple(sorted({r.chunk_id for r in rows})))
+
+
+def _keys_of(node_of: dict[str, int], nodes: set[int]) -> dict[int, list[str]]:
+    """The keys of each of these nodes."""
+    keys_of: dict[int, list[str]] = defaultdict(list)
+    for key, node in node_of.items():
+        if node in nodes:
+            keys_of[node].append(key)
+    return keys_of
+
+
+def _by_text(relations: list[tuple[int, str | None, np.ndarray | None]]) -> dict[str, np.ndarray]:
+    """Dropped relations' vectors by text hash: a relation derived again with the same text
+    reuses its vector."""
+    return {sha: v for _, sha, v in relations if sha and v is not None}
 
 
 def _head(group: list[str], infos: dict[str, _Key]) -> tuple[str, str]:
