@@ -21,6 +21,7 @@ from . import prompts
 from .abstain import unsupported
 from .focus import Focus, SourceDoc, choose, split_document
 from .forms import SPEAKER_LINE, Form, answer_form, answer_span, compact_text, start_mask
+from .lexicon import STOPWORDS
 from .models.constraints import TokenMask
 from .models.slm import SLM, GenerationConfig
 from .retrieve import Retrieval, RetrievedChunk
@@ -170,10 +171,12 @@ class FocusedAnswerer:
 
     Abstention ("Insufficient information.") is decided from evidence before generating:
     a date the question names that no retrieved document has; at least ``abstain_terms`` of
-    the question's terms that no chosen line matches (``abstain.unsupported``; not for yes/no
-    or either-or questions); or the model's own probability of starting the answer with
-    "Insufficient" at or above ``abstain_threshold`` (1.0, the default, never). A yes/no
-    answer starts with "No" only when P(No | Yes or No) is at least ``no_threshold``.
+    the question's terms that no chosen line matches, one of them in no retrieved document at
+    all (``abstain.unsupported``; not for yes/no or either-or questions: a game the question
+    names may be named only in lines of its chat that were not chosen); or the model's own
+    probability of starting the answer with "Insufficient" at or above ``abstain_threshold``
+    (1.0, the default, never). A yes/no answer starts with "No" only when P(No | Yes or No)
+    is at least ``no_threshold``.
     """
 
     def __init__(self, slm: SLM, evidence: Evidence, context_tokens: int, max_new_tokens: int,
@@ -189,11 +192,15 @@ class FocusedAnswerer:
         self._no_answer = self._ids("Insufficient")[0]
         self._open_ids: np.ndarray | None = None
         self._no_colon_ids: np.ndarray | None = None
+        self._name_goes_on_ids: np.ndarray | None = None
 
     def prepare(self, question: str, retrieval: Retrieval) -> Prepared:
         """Choose the evidence, build the prompt, decide whether to abstain."""
         start = time.perf_counter()
-        docs = self._documents(self._dated(question, retrieval.chunks) + retrieval.chunks)
+        chunks, day = self._dated(question, retrieval.chunks)
+        docs = self._documents(chunks)
+        for doc in docs:
+            doc.on_day = doc.chunk.doc_id in day
         focus = choose(question, docs, self.evidence.embed, self._cut, self.context_tokens,
                        answer_span(question))
         best = [line.text for line in sorted(focus.lines, key=lambda line: -line.score)]
@@ -251,15 +258,24 @@ class FocusedAnswerer:
         return [split_document(c, self.evidence.document(d) or [c.text], hits[d])
                 for d, c in first.items()]
 
-    def _dated(self, question: str, chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
-        # A question that names a date ("... on 20260430?") is about the conversations of that
-        # day: the store knows each document's date, so those documents are looked up directly
-        # (first, up to DATED_DOCS) instead of hoping retrieval ranked them high.
+    def _dated(self, question: str, chunks: list[RetrievedChunk]
+               ) -> tuple[list[RetrievedChunk], set[str]]:
+        """The chunks to read, those of the day a question names first, and the ids of that
+        day's documents.
+
+        A question that names a date ("... on 20260430?") is about the conversations of that
+        day: the store knows each document's date, so those documents come first - the retrieved
+        ones in retrieval order, then up to DATED_DOCS more looked up directly - instead of
+        hoping retrieval ranked them high.
+        """
         wanted = dates_in(question)
         if not wanted or self.evidence.dated is None:
-            return []
-        have = {c.doc_id for c in chunks}
-        return [c for c in self.evidence.dated(wanted) if c.doc_id not in have][:DATED_DOCS]
+            return chunks, set()
+        dated = self.evidence.dated(wanted)
+        day, have = {c.doc_id for c in dated}, {c.doc_id for c in chunks}
+        looked_up = [c for c in dated if c.doc_id not in have][:DATED_DOCS]
+        return [c for c in chunks if c.doc_id in day] + looked_up \
+            + [c for c in chunks if c.doc_id not in day], day
 
     def _abstain(self, question: str, docs: list[SourceDoc], prepared: Prepared) -> str:
         """Why to answer "Insufficient information." (empty: answer).
@@ -273,7 +289,8 @@ class FocusedAnswerer:
             return "date not in sources"
         if self.abstain_terms and prepared.form.kind not in ("yesno", "choice"):
             prepared.unsupported = unsupported(question, prepared.focus.text())
-            if len(prepared.unsupported) >= self.abstain_terms:
+            if len(prepared.unsupported) >= self.abstain_terms and unsupported(
+                    question, "\n".join(doc.header + "\n" + "\n".join(doc.lines) for doc in docs)):
                 return "terms not in sources"
         timings: dict[str, float] = {}
         logprobs = self.slm.next_token_logprobs(prepared.prompt, timings)
@@ -298,7 +315,10 @@ class FocusedAnswerer:
         # A free answer opens neither with a citation (it would copy a source header) nor with
         # "Insufficient": abstaining was decided before, by the threshold. Nor does it copy a
         # whole chat message with its "Speaker:" prefix: a 0.5B model in that mode copies the
-        # message most like the question instead of answering it.
+        # message most like the question instead of answering it. Nor, unless the question asks
+        # who, is a speaker's name the whole answer ("ThaneChambers [2]" to "Which game does
+        # LiHua mention?"): after a name it must go on.
+        name_ends = self._no_colon_tokens() if form.kind == "who" else self._name_goes_on_tokens()
         speakers = {compact_text(m.group(1)) for line in prepared.focus.lines
                     if (m := SPEAKER_LINE.match(line.text))}
 
@@ -306,7 +326,7 @@ class FocusedAnswerer:
             if step == 0:
                 return self._open_tokens()
             if step <= MAX_NAME_TOKENS and compact_text(self.slm.tokenizer.decode(ids[:step])) in speakers:
-                return self._no_colon_tokens()
+                return name_ends
             return None
 
         return TokenMask(allowed)
@@ -315,6 +335,12 @@ class FocusedAnswerer:
         if self._no_colon_ids is None:
             self._no_colon_ids = self._vocabulary_without(self._starting_with(":"))
         return self._no_colon_ids
+
+    def _name_goes_on_tokens(self) -> np.ndarray:
+        if self._name_goes_on_ids is None:
+            ending = set().union(*(self._starting_with(c) for c in ":[.,;!?'’\nĊ")) | self.slm.stop_ids
+            self._name_goes_on_ids = self._vocabulary_without(ending)
+        return self._name_goes_on_ids
 
     def _open_tokens(self) -> np.ndarray:
         if self._open_ids is None:
@@ -341,7 +367,8 @@ class FocusedAnswerer:
             text = best.text
         if not CITATION.search(text):
             text = f"{text.rstrip()} [{self._source_of(text, prepared.focus)}]"
-        quoted = (quote(text, prepared.focus) or rest_of_copy(text, prepared.focus)) \
+        quoted = (quote(text, prepared.focus) or rest_of_copy(text, prepared.focus)
+                  or source_sentence(text, prepared.focus)) \
             if prepared.form.kind not in ("yesno", "choice") else ""
         return f'{text} — "{quoted}"' if quoted else text
 
@@ -422,6 +449,40 @@ def rest_of_copy(answer: str, focus: Focus) -> str:
                 if at >= 0 and sentence[at + len(tail):].strip():
                     return "… " + sentence[at:].strip()
     return ""
+
+
+SHARED_WORDS = 3
+SHARED_SHARE = 0.5
+CONTENT = re.compile(r"[a-z0-9]+")
+
+
+def source_sentence(answer: str, focus: Focus) -> str:
+    """The source sentence a longer answer restates, or "" if none does clearly.
+
+    A 0.5B model asked for a phrase often writes a sentence around it instead ("Wolfgang and
+    LiHua are going ... to check out some new gear and get inspired for their next jam session"
+    for "Let's check out some new gear and get inspired for our next jam session!"). The chosen
+    sentence shares the most content words with the answer (at least ``SHARED_WORDS``, and at
+    least ``SHARED_SHARE`` of its own); it is quoted after the answer, so the reader sees the
+    source's own words.
+    """
+    said = _content(CITATION.sub("", answer))
+    best, key = "", (0, 0.0)
+    for doc, lines in focus.sources:
+        for line in lines:
+            body = line.text.split(": ", 1)[1] if doc.chat and ": " in line.text else line.text
+            for sentence in SENTENCE.split(body):
+                words = _content(sentence)
+                shared = len(said & words)
+                if words and (shared, shared / len(words)) > key:
+                    best, key = sentence.strip(), (shared, shared / len(words))
+    if key[0] < SHARED_WORDS or key[1] < SHARED_SHARE or best.lower() in answer.lower():
+        return ""
+    return best
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in CONTENT.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS}
 
 
 def _details(prepared: Prepared) -> dict[str, Any]:

@@ -36,6 +36,7 @@ LEXICAL_WEIGHT = 0.3
 HIT_WEIGHT = 0.1
 RANK_WEIGHT = 0.05
 TYPE_WEIGHT = 0.1
+DAY_WEIGHT = 0.3
 REPLY_DECAY = 0.05
 MAX_LINE_TOKENS = 64
 FUZZY_WORD = 85
@@ -54,13 +55,15 @@ class Line:
 
 @dataclass
 class SourceDoc:
-    """A retrieved document cut into lines, with its header (chat date or passage title)."""
+    """A retrieved document cut into lines, with its header (chat date or passage title);
+    ``on_day`` when it is from a date the question names."""
 
     chunk: RetrievedChunk
     header: str
     lines: list[str]
     chat: bool = False
     hits: list[str] = field(default_factory=list)
+    on_day: bool = False
 
 
 @dataclass
@@ -164,8 +167,9 @@ def _score(question: str, lines: list[Line], docs: list[SourceDoc],
     for line, cos, context in zip(lines, cosine, texts[1:]):
         # Lines of the retrieved chunks themselves get a small bonus over the rest of the document.
         hit = any(line.text in text for text in docs[line.doc].hits)
+        # A question naming a date is about that day's documents (``SourceDoc.on_day``).
         line.score = float(cos) + LEXICAL_WEIGHT * lexical_overlap(words, context, weights) \
-            + HIT_WEIGHT * hit - RANK_WEIGHT * line.doc
+            + HIT_WEIGHT * hit - RANK_WEIGHT * line.doc + DAY_WEIGHT * docs[line.doc].on_day
 
 
 def _carry_to_replies(lines: list[Line], docs: list[SourceDoc]) -> None:

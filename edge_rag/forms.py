@@ -15,12 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lexicon import MONTHS, STOPWORDS, WEEKDAYS
+from .lexicon import MONTHS, SAYING_VERBS, STOPWORDS, WEEKDAYS
 from .models.constraints import TokenMask
 
 YES_NO = re.compile(r"^(?:question:\s*)?(?:did|does|do|is|are|was|were|has|have|had|can|could|will|"
                     r"would|should)\b", re.IGNORECASE)
 WHO = re.compile(r"^(?:question:\s*)?(?:who|whom|whose)\b|\b(?:with|to|by) whom\b", re.IGNORECASE)
+# "Who proposes ...?", "Who asks Jake to ...?": the person asked for is the one who said it.
+WHO_SAID = re.compile(rf"^(?:question:\s*)?who\s+(?:first\s+)?(?:{SAYING_VERBS})\b", re.IGNORECASE)
 TIME_QUESTION = re.compile(r"\bwhat time\b|\bat what time\b|\bwhat hour\b", re.IGNORECASE)
 WHEN = re.compile(r"^(?:question:\s*)?when\b|\b(?:what|which) (?:day|date|year|month)\b"
                   r"|\bdate of (?:birth|death)\b", re.IGNORECASE)
@@ -79,9 +81,10 @@ def answer_form(question: str, evidence: str, chat: bool, best: list[str] | None
         return Form(kind, (match.group(1).strip(), match.group(2).strip()) if match else ())
     if kind == "who":
         # The question's own subject is not its answer ("Who invites Li Hua ...?").
-        asked = compact_text(question)
         names = _best_names(best) if chat and best else _names(evidence, chat)
-        return Form(kind, tuple(n for n in names if compact_text(n) not in asked))
+        names = tuple(n for n in names if not _named_in(n, question))
+        said = _best_speaker(best, question) if chat and best and WHO_SAID.search(question) else ""
+        return Form(kind, (said,) if said else names)
     if kind in ("time", "when"):
         # A past event of a chat is dated by the chat ("When did ...?"); a planned one by what
         # the messages say ("When does/will ...?").
@@ -108,6 +111,28 @@ def _said_by_subject(question: str, evidence: str) -> str:
     lines = [line for line in evidence.splitlines()
              if (m := SPEAKER_LINE.match(line)) and compact_text(m.group(1)) in asked]
     return "\n".join(lines) if any(TIME_SPAN.search(line) for line in lines) else evidence
+
+
+def _named_in(name: str, question: str) -> bool:
+    """Whether the question names this person, in full ("Li Hua" for "LiHua") or by the first
+    part of the name ("Jake" for "JakeWatson")."""
+    first = re.match(r"[A-Z][a-z]{2,}", name)
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
+    return compact_text(name) in compact_text(question) or bool(first and first.group().lower() in words)
+
+
+def _best_speaker(best: list[str], question: str) -> str:
+    """The speaker of the best evidence line that the question does not itself name.
+
+    A "Who proposes X?" question is answered by whoever wrote the message most like X; left to
+    choose, a 0.5B model often names someone the message addresses ("Great ideas, Thrall! How
+    about ...?" is Li Hua's proposal, not Thrall's).
+    """
+    for line in best[:1]:
+        match = SPEAKER_LINE.match(line)
+        if match and not _named_in(match.group(1), question):
+            return match.group(1)
+    return ""
 
 
 def _best_names(best: list[str], lines: int = 3) -> tuple[str, ...]:

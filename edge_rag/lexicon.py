@@ -68,6 +68,12 @@ YES_NO_OPENERS = ("is", "are", "was", "were", "do", "does", "did", "can", "could
 QUESTION_WORDS = frozenset({*WH_WORDS, "whom", "whose", *YES_NO_OPENERS, "should", "would", "will"})
 # Words that are never a keyword of a query.
 QUERY_STOPWORDS = STOPWORDS | QUESTION_WORDS
+# Verbs of saying and proposing: "Who <verb>s ...?" asks who said it (in a chat, a speaker).
+SAYING_VERBS = ("proposes|proposed|suggests|suggested|asks|asked|invites|invited|initiates|initiated|"
+                "starts|started|congratulates|congratulated|checks|checked|comes|came|recommends|"
+                "recommended|mentions|mentioned|reminds|reminded|offers|offered|tells|told|says|said|"
+                "shares|shared|thanks|thanked|wishes|wished|reports|reported|announces|announced|"
+                "raises|raised|brings up|brought up|agrees|agreed|greets|greeted")
 
 # Question openings and the answer types they ask for (first match wins).
 ANSWER_TYPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(

@@ -114,3 +114,57 @@ def test_a_date_the_question_names_brings_that_days_conversations(lihua_index, s
         answer = rag.ask("What did Li Hua talk about on 20260113?", top_k=1)
     assert any("20260113" in source.source for source in answer.sources)
     assert answer.details["abstain"] != "date not in sources"
+
+
+def _answerer(slm, dated=None):
+    from edge_rag.answer import Evidence, FocusedAnswerer
+
+    evidence = Evidence(lambda texts: None, lambda doc_id: [], dated)
+    return FocusedAnswerer(slm, evidence, 220, 16, 1.0, abstain_terms=2)
+
+
+def test_the_days_documents_come_first_retrieved_ones_before_looked_up_ones(slm):
+    from edge_rag.retrieve import RetrievedChunk
+
+    def chunk(doc: str) -> RetrievedChunk:
+        return RetrievedChunk(hash(doc) % 1000, doc, f"{doc}.txt", "", 0.5)
+
+    answerer = _answerer(slm, lambda wanted: [chunk("may3a"), chunk("may3b")] if (5, 3) in wanted else [])
+    retrieved = [chunk("other"), chunk("may3b")]
+    chunks, day = answerer._dated("What did Li Hua cook on 20260503?", retrieved)
+    assert [c.doc_id for c in chunks] == ["may3b", "may3a", "other"] and day == {"may3a", "may3b"}
+    assert answerer._dated("What did Li Hua cook?", retrieved) == (retrieved, set())
+
+
+def test_terms_named_elsewhere_in_the_retrieved_chat_do_not_make_an_abstention(slm):
+    from edge_rag.answer import Prepared
+    from edge_rag.focus import Focus, Line, split_document
+    from edge_rag.forms import Form
+    from edge_rag.retrieve import RetrievedChunk
+
+    chat = ["Time: 20260105_14:00\nThane: Red Dead Redemption 2 is my favourite.\n"
+            "Jareth: I loved the side mission with the widow."]
+    doc = split_document(RetrievedChunk(1, "d1", "chat.txt", chat[0], 0.9), chat)
+    prepared = Prepared("<|im_start|>user\nHi<|im_end|>\n", Focus([(doc, [Line(0, 1, doc.lines[1])])],
+                        [Line(0, 1, doc.lines[1])]), Form("phrase"))
+    answerer = _answerer(slm)
+    assert answerer._abstain("What side mission in Red Dead Redemption 2 did Jareth love?",
+                             [doc], prepared) == ""
+    assert "redemption" in prepared.unsupported  # missing from the chosen line alone
+    assert answerer._abstain("What zebra did Jareth ride in Red Dead Redemption 2?", [doc],
+                             prepared) == "terms not in sources"
+
+
+def test_a_speakers_name_alone_answers_only_a_who_question(slm):
+    from edge_rag.answer import Prepared
+    from edge_rag.focus import Focus, Line
+    from edge_rag.forms import Form
+
+    line = Line(0, 0, "ThaneChambers: I've been playing Apex Legends recently.")
+    answerer = _answerer(slm)
+    name = slm.tokenizer.encode("ThaneChambers", add_special_tokens=False).ids
+    cite = slm.tokenizer.encode(" [", add_special_tokens=False).ids[0]
+    for kind, may_end in (("phrase", False), ("who", True)):
+        mask = answerer._mask(Prepared("", Focus([], [line]), Form(kind)))
+        allowed = set(mask.allowed(len(name), name).tolist())
+        assert (cite in allowed) is may_end and bool(slm.stop_ids & allowed) is may_end

@@ -117,3 +117,31 @@ def test_a_copy_cut_short_is_completed_from_its_source_sentence():
     assert rest_of_copy(cut, focus) == "… chance to challenge for every title."
     assert rest_of_copy("They have a solid chance to challenge for every title. [1]", focus) == ""
     assert rest_of_copy("A zebra has stripes and a long tail and [1]", focus) == ""
+
+
+def test_who_said_it_is_the_speaker_of_the_best_line_and_never_the_question_s_own_name():
+    best = ["LiHua: Great ideas, Thrall! How about adding picnic tables for families?",
+            "Thrall: I love that idea, Li Hua!", "JakeWatson: Pedri can be a game-changer for us."]
+    said = answer_form("Who proposes adding picnic tables for families?", "\n".join(best), True, best)
+    assert said.starts == ("LiHua",)  # not Thrall, whom the message addresses
+    # A question that names the best line's speaker falls back to the names to choose from.
+    asked = answer_form("Who suggests to Li Hua adding picnic tables?", "\n".join(best), True, best)
+    assert len(asked.starts) > 1 and "LiHua" not in asked.starts
+    # A first name in the question is the question's own subject too ("Jake" for JakeWatson).
+    believe = answer_form("Who does Jake believe is a game-changer?", best[2], True, best[2:])
+    assert "JakeWatson" not in believe.starts and "Pedri" in believe.starts
+
+
+def test_a_restated_answer_is_followed_by_the_source_sentence_it_restates():
+    from edge_rag.answer import source_sentence
+    from edge_rag.focus import Focus, Line
+    doc = split_document(CHUNK, ["Time: 20260105_14:00\nWolfgangSchulz: Let's go to the music store! "
+                                 "We could check out some new gear and get inspired for our next "
+                                 "jam session.\nLiHua: Sounds good."])
+    focus = Focus([(doc, [Line(0, i, text) for i, text in enumerate(doc.lines)])])
+    restated = ("Wolfgang and LiHua will check out some new gear and get inspired for their next "
+                "jam session. [1]")
+    assert source_sentence(restated, focus) == (
+        "We could check out some new gear and get inspired for our next jam session.")
+    assert source_sentence("They will go shopping. [1]", focus) == ""  # too little in common
+    assert source_sentence("Sounds good. [1]", focus) == ""
