@@ -179,7 +179,10 @@ def test_candidate_sets_stay_those_a_fresh_search_gives(tmp_path: Path) -> None:
     alive = [i for i in ids if i % 7 != 1]
     cached = kept.of(alive, lambda n: data[alive[n]])
     fresh = Candidates(vectors, tau=0.8, per_key=8).of(alive, lambda n: data[alive[n]])
-    assert cached == fresh
+    # Sets, not orders: two near-equal cosines may swap places between usearch releases (2.26.6
+    # ranks one pair differently in the kept and the fresh search), and aggregation reads each
+    # set as edges.
+    assert [sorted(c) for c in cached] == [sorted(c) for c in fresh]
     assert max(len(c) for c in cached) == 7 and any(0 < len(c) < 7 for c in cached)
     store.close()
 
