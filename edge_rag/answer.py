@@ -406,13 +406,10 @@ def quote(answer: str, focus: Focus) -> str:
     if len(core) < 3 or len(core.split()) > 12:
         return ""
     best, score = None, 0.0
-    for doc, lines in focus.sources:
-        for line in lines:
-            body = line.text.split(": ", 1)[1] if doc.chat and ": " in line.text else line.text
-            for sentence in SENTENCE.split(body):
-                found = fuzz.partial_ratio_alignment(core.lower(), sentence.lower())
-                if found is not None and found.score > score:
-                    best, score = (sentence, found), found.score
+    for sentence in _message_sentences(focus):
+        found = fuzz.partial_ratio_alignment(core.lower(), sentence.lower())
+        if found is not None and found.score > score:
+            best, score = (sentence, found), found.score
     if best is None or score < QUOTE_MATCH:
         return ""
     sentence, found = best
@@ -468,17 +465,22 @@ def source_sentence(answer: str, focus: Focus) -> str:
     """
     said = _content(CITATION.sub("", answer))
     best, key = "", (0, 0.0)
-    for doc, lines in focus.sources:
-        for line in lines:
-            body = line.text.split(": ", 1)[1] if doc.chat and ": " in line.text else line.text
-            for sentence in SENTENCE.split(body):
-                words = _content(sentence)
-                shared = len(said & words)
-                if words and (shared, shared / len(words)) > key:
-                    best, key = sentence.strip(), (shared, shared / len(words))
+    for sentence in _message_sentences(focus):
+        words = _content(sentence)
+        shared = len(said & words)
+        if words and (shared, shared / len(words)) > key:
+            best, key = sentence.strip(), (shared, shared / len(words))
     if key[0] < SHARED_WORDS or key[1] < SHARED_SHARE or best.lower() in answer.lower():
         return ""
     return best
+
+
+def _message_sentences(focus: Focus) -> Iterator[str]:
+    # The sentences of the chosen lines, a chat line's "Speaker: " prefix left out.
+    for doc, lines in focus.sources:
+        for line in lines:
+            body = line.text.split(": ", 1)[1] if doc.chat and ": " in line.text else line.text
+            yield from SENTENCE.split(body)
 
 
 def _content(text: str) -> set[str]:

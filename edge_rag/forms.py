@@ -128,11 +128,8 @@ def _best_speaker(best: list[str], question: str) -> str:
     choose, a 0.5B model often names someone the message addresses ("Great ideas, Thrall! How
     about ...?" is Li Hua's proposal, not Thrall's).
     """
-    for line in best[:1]:
-        match = SPEAKER_LINE.match(line)
-        if match and not _named_in(match.group(1), question):
-            return match.group(1)
-    return ""
+    match = SPEAKER_LINE.match(best[0]) if best else None
+    return match.group(1) if match and not _named_in(match.group(1), question) else ""
 
 
 def _best_names(best: list[str], lines: int = 3) -> tuple[str, ...]:
