@@ -97,6 +97,25 @@ def entity_key(name: str) -> str:
     return SPACES.sub(" ", name).strip(EDGE_PUNCTUATION).casefold()
 
 
+WORD = re.compile(r"[a-z0-9]+")
+STEM_SUFFIXES = ("ing", "ed", "es", "s")
+
+
+def stem(word: str) -> str:
+    """A crude stem: one of ``STEM_SUFFIXES`` off a word that keeps at least four letters
+    ("reminded" → "remind", "sessions" → "session"), so that inflections match."""
+    for suffix in STEM_SUFFIXES:
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def index_terms(text: str) -> list[str]:
+    """A text's words as lexical search terms: lower-cased, stemmed, without stopwords,
+    question words and one-letter words (``retrieve/lexical.py``)."""
+    return [stem(w) for w in WORD.findall(text.lower()) if len(w) > 1 and w not in QUERY_STOPWORDS]
+
+
 def answer_types(question: str) -> tuple[str, ...]:
     """Types the answer is expected to have, from the question word."""
     return next((types for pattern, types in ANSWER_TYPES if pattern.search(question)), ())

@@ -75,17 +75,20 @@ from ..store.walk import GraphArrays
 from .base import timed
 from .clauses import clauses
 from .graph_reader import GraphReader
+from .lexical import ChunkTerms
 from .titles import TitleIndex
 from .types import Retrieval, RetrievedChunk
 
 if TYPE_CHECKING:
-    from ..store import GraphStore
+    from ..store import ChunkRecord, GraphStore
 
 DAMPING = 0.5
 SPECIFICITY = 0.5
 TOLERANCE = 1e-5
 MAX_ROUNDS = 200
 FUSION = 1.0
+LEXICAL = 0.25
+TITLE_RULE = 1
 CHUNK_SEEDS = 10
 CHUNK_SEED_SHARE = 0.3
 NEXT_CHUNK = 1.0
@@ -116,18 +119,25 @@ class WalkGraph:
     dangling: np.ndarray
     entity_chunks: np.ndarray
     titles: TitleIndex | None = None
+    lexical: ChunkTerms | None = None
 
     @classmethod
     def from_store(cls, store: GraphStore, use_weights: bool = True) -> WalkGraph:
-        """The graph of an open store, with its documents' title links (see ``titles.py``)."""
+        """The graph of an open store, with its documents' title links (see ``titles.py``) and
+        its chunks' BM25 index (``lexical.py``)."""
         arrays = store.walk.arrays()
-        return cls.build(arrays, use_weights, *_title_links(store, arrays))
+        ids = [int(c) for c in arrays.chunk_ids]
+        chunks = store.chunks(ids)
+        lexical = ChunkTerms.build([chunks[c].text if c in chunks else "" for c in ids])
+        return cls.build(arrays, use_weights, *_title_links(store, chunks), lexical=lexical)
 
     @classmethod
     def build(cls, arrays: GraphArrays, use_weights: bool = True, titles: TitleIndex | None = None,
-              title_links: tuple[np.ndarray, np.ndarray] | None = None) -> WalkGraph:
+              title_links: tuple[np.ndarray, np.ndarray] | None = None,
+              lexical: ChunkTerms | None = None) -> WalkGraph:
         """Symmetric weighted adjacency → row-stochastic steps, row-compressed; ``title_links``
-        are (chunk id, chunk id) pairs joined with weight ``TITLE_LINK``."""
+        are (chunk id, chunk id) pairs joined with weight ``TITLE_LINK``; ``lexical`` indexes
+        the chunks in ``arrays.chunk_ids`` order."""
         n = len(arrays.entity_ids) + len(arrays.chunk_ids)
         source, target, weight = _edges(arrays, use_weights)
         if title_links is not None and len(title_links[0]):
@@ -144,7 +154,7 @@ class WalkGraph:
                                 minlength=len(arrays.entity_ids))
         return cls(arrays.entity_ids, arrays.chunk_ids, np.concatenate([[0], np.cumsum(counts)]),
                    cols.astype(np.int64), (weight[order] / degree[rows]).astype(np.float64),
-                   np.maximum(counts, 1).astype(np.float64), counts == 0, chunks_of, titles)
+                   np.maximum(counts, 1).astype(np.float64), counts == 0, chunks_of, titles, lexical)
 
     @property
     def size(self) -> int:
@@ -235,7 +245,9 @@ class PPRRetriever:
             titled = walk.titles.find(question) if walk.titles else []
             rank = walk.pagerank(restart(walk, entities, dense, titled))
         with timed(timings, "chunks"):
-            return self.fuse(walk, rank, query, dense, top_k), entities
+            words = walk.lexical is not None and LEXICAL > 0 and not (TITLE_RULE and titled)
+            lexical = walk.lexical.scores(question) if words and walk.lexical is not None else None
+            return self.fuse(walk, rank, query, dense, top_k, lexical), entities
 
     def seed_entities(self, walk: WalkGraph, named: list[int], vectors: np.ndarray) -> dict[int, float]:
         """Entity id → seed weight: match confidence × specificity (see module docstring), for the
@@ -250,18 +262,20 @@ class PPRRetriever:
                 for e, n in zip(ids, nodes) if n >= 0 and confidence[int(e)] > 0}
 
     def fuse(self, walk: WalkGraph, rank: np.ndarray, query: np.ndarray, dense: dict[int, float],
-             top_k: int) -> list[RetrievedChunk]:
-        """The candidates (best by walk, best by cosine) ranked by cos + FUSION · π / max π."""
-        chunk_rank = rank[len(walk.entity_ids):]
-        best = np.argsort(-chunk_rank)[:CANDIDATES]
-        walked = {int(walk.chunk_ids[i]): float(chunk_rank[i]) for i in best if chunk_rank[i] > 0}
-        top = max(walked.values(), default=0.0) or 1.0
+             top_k: int, lexical: np.ndarray | None = None) -> list[RetrievedChunk]:
+        """The candidates (best by walk, by cosine and by BM25) ranked by
+        cos + FUSION · π / max π + LEXICAL · bm25 / max bm25."""
+        walked = rank[len(walk.entity_ids):]
+        words = lexical if lexical is not None else np.zeros(len(walked), dtype=np.float32)
+        near = _positions(walk.chunk_ids, np.asarray(list(dense), dtype=np.int64), missing=-1)
+        pool = np.concatenate([_best(walked), _best(words), near[near >= 0]])
+        graph = (FUSION * walked / (walked.max(initial=0.0) or 1.0)
+                 + LEXICAL * words / (float(words.max(initial=0.0)) or 1.0))
+        candidates = {int(walk.chunk_ids[i]): float(graph[i]) for i in pool}
         cosine = dict(dense)
-        missing = [c for c in walked if c not in cosine]
-        vectors = self.graph.view.store.walk.chunk_vectors(missing)
+        vectors = self.graph.view.store.walk.chunk_vectors([c for c in candidates if c not in cosine])
         cosine.update((c, float(v.astype(np.float32) @ query)) for c, v in vectors.items())
-        scored = sorted(((cosine.get(c, 0.0) + FUSION * walked.get(c, 0.0) / top, c)
-                         for c in set(walked) | set(dense)), reverse=True)
+        scored = sorted(((cosine.get(c, 0.0) + g, c) for c, g in candidates.items()), reverse=True)
         records = self.graph.view.store.chunks([c for _, c in scored])
         found = [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
                  for s, c in scored if c in records]
@@ -358,6 +372,12 @@ def restart(walk: WalkGraph, entities: dict[int, float], dense: dict[int, float]
     return seeds / total if total > 0 else seeds
 
 
+def _best(values: np.ndarray) -> np.ndarray:
+    """Positions of the ``CANDIDATES`` largest positive values."""
+    top = np.argsort(-values)[:CANDIDATES]
+    return top[values[top] > 0]
+
+
 def _part(nodes: np.ndarray, weights: list[float]) -> tuple[np.ndarray, np.ndarray] | None:
     """Seed nodes present in the walk with positive weight, or None when there are none."""
     values = np.asarray(weights, dtype=np.float64)
@@ -368,13 +388,12 @@ def _part(nodes: np.ndarray, weights: list[float]) -> tuple[np.ndarray, np.ndarr
 TitleLinks = tuple[TitleIndex | None, tuple[np.ndarray, np.ndarray] | None]
 
 
-def _title_links(store: GraphStore, arrays: GraphArrays) -> TitleLinks:
+def _title_links(store: GraphStore, chunks: dict[int, ChunkRecord]) -> TitleLinks:
     """The titled documents' index and every (chunk, titled first chunk) pair the texts name."""
     titles = {d.id: d.metadata["title"] for d in store.documents()
               if isinstance(d.metadata.get("title"), str)}
     if not titles:
         return None, None
-    chunks = store.chunks([int(c) for c in arrays.chunk_ids])
     first = {r.doc_id: r.id for r in sorted(chunks.values(), key=lambda r: r.ord, reverse=True)}
     index = TitleIndex.build((title, first[doc]) for doc, title in titles.items() if doc in first)
     pairs = [(r.id, target) for r in chunks.values() for target in index.find(r.text, capitalised=True)
