@@ -17,7 +17,7 @@ RETRIEVERS: dict[str, type] = {"none": NoRetriever, "vector": VectorRetriever, "
                                "dual": DualRetriever, "topology": TopologyRetriever, "ppr": PPRRetriever}
 GRAPH_METHODS = ("local", "dual", "topology", "ppr")
 # Bumped when a change of code (not of settings) changes what the graph methods return.
-RETRIEVAL_VERSION = "5"
+RETRIEVAL_VERSION = "6"
 ALIASES = {"vr": "vector", "naive": "vector", "lr": "local", "dr": "dual", "tr": "topology",
            "pagerank": "ppr"}
 

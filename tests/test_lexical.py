@@ -1,0 +1,40 @@
+"""BM25 over chunk words (``retrieve/lexical.py``) and its place in ``ppr``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edge_rag import EdgeRAG
+from edge_rag.lexicon import index_terms, stem
+from edge_rag.retrieve.lexical import ChunkTerms
+
+TEXTS = ["LiHua: we meet for the music festival tonight.",
+         "Wolfgang: music is fun, music every day, music all night.",
+         "Adam: the air-conditioner was installed in the basement."]
+
+
+def test_terms_are_lowered_stems_without_stopwords() -> None:
+    assert stem("reminded") == "remind" and stem("sessions") == "session" and stem("bus") == "bus"
+    assert index_terms("Did Yuriko remind the group?") == ["yuriko", "remind", "group"]
+
+
+def test_rare_words_outweigh_repeated_common_ones() -> None:
+    terms = ChunkTerms.build(TEXTS)
+    scores = terms.scores("Which music festival did they meet for?")
+    assert scores.shape == (3,) and int(np.argmax(scores)) == 0
+    assert scores[2] == 0.0  # no shared word
+    assert int(np.argmax(terms.scores("When were the air conditioners installed?"))) == 2
+
+
+def test_unknown_words_and_an_empty_corpus_score_nothing() -> None:
+    assert not ChunkTerms.build(TEXTS).scores("zeppelin?").any()
+    assert ChunkTerms.build([]).scores("music").shape == (0,)
+
+
+def test_the_walk_graph_indexes_every_chunk_and_ppr_finds_a_rare_word(rag: EdgeRAG) -> None:
+    for i, text in enumerate(TEXTS):
+        rag.insert_text(text, source=f"chat{i}")
+    walk = rag.walk_graph()
+    assert walk.lexical is not None and walk.lexical.size == len(walk.chunk_ids)
+    found = rag.retrieve("Who went to the music festival?", "ppr", top_k=1)
+    assert [c.source for c in found.chunks] == ["chat0"]
