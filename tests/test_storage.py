@@ -62,6 +62,9 @@ def test_sqlite_holds_4bit_levels_and_the_i8_file_holds_the_same(tmp_path, model
         held = dict(zip(exact.keys.tolist(), exact.rows))
         for key, blob in rows:
             assert np.array_equal(held[key], codec.code_of(blob))
+        decoded = rag.store.walk.chunk_vectors([key for key, _ in rows] + [10**9])  # ppr's read, one pass
+        assert sorted(decoded) == [key for key, _ in rows]
+        assert all(np.array_equal(decoded[key], codec.decode(blob)) for key, blob in rows)
         for source, text in NOTES.items():
             top = rag.retrieve(text, top_k=1).chunks[0]
             assert top.source == source and top.score > 0.95

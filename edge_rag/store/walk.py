@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .codec import decode
+from .codec import decode_rows
 from .graph_tables import marks, parts
 
 
@@ -65,8 +65,10 @@ class WalkTables:
         """Stored vectors of chunks by id (unit f32, decoded from their stored codes)."""
         out: dict[int, np.ndarray] = {}
         for part in parts([int(i) for i in ids]):
-            rows = self.conn.execute(f"SELECT id, vector FROM chunks WHERE id IN ({marks(part)})", part)
-            out.update((r[0], decode(r[1])) for r in rows)
+            sql = f"SELECT id, vector FROM chunks WHERE id IN ({marks(part)})"
+            rows = self.conn.execute(sql, part).fetchall()
+            if rows:  # one decoding pass over the part's blobs (a blob at a time cost ppr ~2 ms a query)
+                out.update(zip((r[0] for r in rows), decode_rows(r[1] for r in rows)))
         return out
 
     def _ints(self, sql: str) -> np.ndarray:
