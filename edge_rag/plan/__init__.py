@@ -8,8 +8,10 @@ The default planner, ``names`` (beyond the paper), asks one question of the quer
 anything the walk can start from — a name, date, time, quantity or quoted title (TR's K_e, see
 ``ppr.names_a_seed``) or a document title? Then F, else B. A question that names nothing ("What
 time is the power outage in the neighborhood?") gives ``ppr`` only the chunks nearest to it as
-seeds, which vector search ranks already: on LiHua-World dev those 15 of 228 questions had the
-same evidence recall by either method, so ``auto`` spends the walk only where it can pay. The
+seeds, which vector search ranks mostly alike: on LiHua-World dev those 14 of 228 questions had
+the same evidence recall by either method but one, where ``ppr``'s BM25 words found what vector
+missed ("What event is the community organizing?"; recall@5 0.902 for ``auto`` against 0.907),
+for a saving within noise (``benchmarks.auto_latency``: −0.13 ± 0.12 ms a question). The
 trained head (``head``) could not tell from the question when vector suffices (5-fold CV:
 below ``ppr`` on 2WikiMultihopQA), nor could vector's score margin (top-1 minus top-5 cosine),
 which under 5-fold CV sent almost no question to vector.
