@@ -8,7 +8,7 @@ The estimate adds up, in MiB:
   int8 MiniLM after the first query);
 - ``slm``: every file of the SLM folder (weights are memory-mapped or copied; counting them whole
   keeps the estimate on the safe side), plus per window token the KV cache (2 · layers · KV heads ·
-  head size · 4 bytes) and the activation arena, fitted to peak RSS measured at 300- and
+  head size · 4 bytes, 1 for an int8 cache) and the activation arena, fitted to peak RSS measured at 300- and
   1,000-token prompts (SmolLM2-135M: 403 → 529 MiB; Qwen2.5-0.5B: 943 → 1,031 MiB). A GQA graph
   (manifest ``graph = "gqa"``) allocates its KV buffers for the whole window (only the pages a
   prompt reaches are touched) and has no [heads, window, total] score tensors of the unfused
@@ -41,8 +41,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .config import Settings
 from .errors import MemoryBudgetExceeded, ModelNotFound
+from .models.decoder import cache_dtype
 from .models.folder import ModelFolder
 from .store.vectors import in_memory_bytes
 
@@ -94,7 +97,7 @@ def slm_mb(folder: Path, window: int) -> float:
     """Files, KV cache and activation arena of an SLM folder at a window of ``window`` tokens."""
     manifest = _manifest(folder)
     shape = [manifest.get(k, 0) for k in ("num_layers", "num_kv_heads", "head_dim")]
-    kv_bytes = 2 * shape[0] * shape[1] * shape[2] * 4
+    kv_bytes = 2 * shape[0] * shape[1] * shape[2] * np.dtype(cache_dtype(manifest)).itemsize
     if manifest.get("graph") == "gqa":
         return _folder_mb(folder) * GQA_WEIGHTS_FACTOR \
             + window * (kv_bytes / MIB + GQA_ARENA_MB_PER_TOKEN)

@@ -19,7 +19,8 @@ from edge_rag.models.folder import MANIFEST, file_sha256
 
 from . import already_exported, require_export_extra
 from . import log as _log
-from .slm import CHATML_TEMPLATE, DEFAULT_SLM, PACKAGED, assemble_gguf, verify_against_fp32
+from .kv_cache import calibration_prompts, int8_cache
+from .slm import CHATML_TEMPLATE, CHECK_QUESTIONS, DEFAULT_SLM, PACKAGED, assemble_gguf, verify_against_fp32
 from .weights import Weights, read_gguf, read_hf_folder
 
 BITS = (4, 8)
@@ -30,27 +31,35 @@ BLOCKS = (32, 64, 128)
 #   2: a 4-bit LM head at accuracy level 1 (-64 MiB peak RSS for Qwen2.5-0.5B);
 #   3: Qwen2.5's 4-bit layer weights in blocks of 64 (PackagedSlm.block4: faster products).
 EXPORTER_VERSION = 3
+# The KV cache: fp32 by default; 8 writes int8 codes with calibrated scales (``kv_cache.py``),
+# which decode faster at long contexts and prefill slower (its docstring has the figures).
+KV_BITS = (8, 32)
 MAX_POSITIONS = 8192  # rotary table rows: the longest window a profile may ask for
 
 
 def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, bits: int = 4,
                force: bool = False, keep_fp32: bool = False, symmetric: bool = True,
-               embed_bits: int | None = None, verify: bool = True, block: int | None = None) -> Path:
+               embed_bits: int | None = None, verify: bool = True, block: int | None = None,
+               kv_bits: int = 32) -> Path:
     """Export ``source`` (packaged name, .gguf, HF folder) to ``home/models/NAME-q{bits}``.
 
     With ``embed_bits`` other than ``bits`` the folder is ``NAME-q{bits}e{embed_bits}``; with
     layer weight blocks (``block``) other than the default ``b{block}`` is appended. The
     default is 32, or the packaged model's ``block4`` for 4-bit weights (Qwen2.5: 64).
+    ``kv_bits`` 8 keeps the KV cache as int8 (``kv_cache.py``) and appends ``kv8``; the default
+    32 keeps it fp32.
     """
     if bits not in BITS:
         raise EdgeRagError(f"--bits must be one of {BITS}, not {bits}")
+    if kv_bits not in KV_BITS:
+        raise EdgeRagError(f"--kv-bits must be one of {KV_BITS}, not {kv_bits}")
     default = PACKAGED[source].block4 if source in PACKAGED and bits == 4 else 32
     block = block or default
     if block not in BLOCKS:
         raise EdgeRagError(f"--block must be one of {BLOCKS}, not {block}")
     name = name or (source if source in PACKAGED else Path(source).stem.lower())
     suffix = f"q{bits}" + (f"e{embed_bits}" if embed_bits and embed_bits != bits else "") \
-        + (f"b{block}" if block != default else "")
+        + (f"b{block}" if block != default else "") + ("kv8" if kv_bits == 8 else "")
     dest = home / "models" / f"{name}-{suffix}"
     if already_exported(dest, name, force, EXPORTER_VERSION):
         return dest
@@ -75,7 +84,7 @@ def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, b
             _write(weights, fp32_dir, 32, positions, name, True, None)
         _log(f"writing the {bits}-bit graph ({'symmetric' if symmetric else 'asymmetric'}, "
              f"block {block}, accuracy level 4, a 4-bit LM head 1) ...")
-        _write(weights, dest, bits, positions, name, symmetric, embed_bits, block)
+        _write(weights, dest, bits, positions, name, symmetric, embed_bits, block, kv_bits)
         if verify:
             verify_against_fp32(fp32_dir, dest)
         if keep_fp32:
@@ -116,7 +125,7 @@ def _read(source: str, work: Path) -> Weights:
 
 
 def _write(weights: Weights, dest: Path, bits: int, positions: int, name: str, symmetric: bool,
-           embed_bits: int | None, block: int = 32) -> None:
+           embed_bits: int | None, block: int = 32, kv_bits: int = 32) -> None:
     from .gqa_graph import write_graph
 
     c = weights.config
@@ -146,5 +155,7 @@ def _write(weights: Weights, dest: Path, bits: int, positions: int, name: str, s
         "files": ["model.onnx", "model.onnx_data", "tokenizer.json"],
     }
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    if kv_bits == 8:
+        int8_cache(tmp, calibration_prompts(CHECK_QUESTIONS), _log)
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)

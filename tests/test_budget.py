@@ -66,3 +66,18 @@ def test_vectors_searched_in_memory_count_in_the_index_part(lihua_index: Path, s
     expected = settings.sqlite_cache_mb + mapped + in_memory / MIB
     index_mb = estimate_memory(settings, lihua_index, with_slm=False).parts["index"]
     assert index_mb == pytest.approx(expected, abs=0.1)
+
+
+def test_an_int8_kv_cache_counts_one_byte_a_value(tmp_path: Path) -> None:
+    import json
+
+    shape = {"graph": "gqa", "num_layers": 30, "num_kv_heads": 3, "head_dim": 64}
+    folders = []
+    for name, extra in (("fp32", {}), ("int8", {"kv_cache": "int8-per-channel"})):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "manifest.json").write_text(json.dumps({**shape, **extra}))
+        (folder / "model.onnx").write_bytes(b"")
+        folders.append(folder)
+    fp32, int8 = (slm_mb(f, 1024) for f in folders)
+    assert fp32 - int8 == pytest.approx(1024 * 2 * 30 * 3 * 64 * 3 / MIB)

@@ -3,13 +3,16 @@
 import json
 
 import numpy as np
+import onnx
 import pytest
 from edge_rag_export import already_exported
 from edge_rag_export.gqa import EXPORTER_VERSION
 from edge_rag_export.gqa_graph import fit_block
+from edge_rag_export.kv_cache import calibration_prompts, int8_cache
 from edge_rag_export.quantize import quantize
 from edge_rag_export.slm import CHECK_QUESTIONS, CHECKS, _same_answer
 from edge_rag_export.weights import read_hf_folder
+from onnx import numpy_helper
 
 from edge_rag.cli import main
 from edge_rag.errors import EdgeRagError
@@ -94,3 +97,43 @@ def test_uncovered_architecture_is_refused_with_the_way_out(tmp_path):
 def test_optimum_path_refuses_four_bits(capsys):
     assert main(["export", "slm", "smollm2-135m", "--graph", "optimum", "--bits", "4"]) != 0
     assert "8-bit" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def kv8_folder(gqa_folder, tmp_path_factory):
+    """The 8-bit GQA folder with its KV cache patched to int8 (``export/kv_cache.py``); the
+    weights file is shared by a hard link (onnxruntime refuses a symbolic one)."""
+    folder = tmp_path_factory.mktemp("kv8") / "smollm2-135m-q8kv8"
+    folder.mkdir()
+    for path in gqa_folder.iterdir():
+        target = folder / path.name
+        target.hardlink_to(path) if path.name == "model.onnx_data" else target.write_bytes(path.read_bytes())
+    int8_cache(folder, calibration_prompts(CHECK_QUESTIONS), log=lambda _: None)
+    return folder
+
+
+def test_an_int8_kv_cache_holds_the_fp32_cache_as_codes_and_answers_alike(gqa_folder, kv8_folder):
+    manifest = json.loads((kv8_folder / "manifest.json").read_text())
+    assert manifest["kv_cache"] == "int8-per-channel"
+    exact, coded = (SLM(ModelFolder.open(f), context_tokens=512, prefill_chunk=16)
+                    for f in (gqa_folder, kv8_folder))
+    prompt = "Yuriko: the festival starts at noon, bring the tent.\nWolfgang: ok!\nWhen does it start?"
+    ids = exact.tokenizer.encode(exact.chat(prompt), add_special_tokens=False).ids
+    first = [s._gqa.prefill([ids], 16)[0] for s in (exact, coded)]
+    assert first[0].argmax() == first[1].argmax()
+    scales = {i.name: numpy_helper.to_array(i) for i in onnx.load(
+        str(kv8_folder / "model.onnx"), load_external_data=False).graph.initializer if "_scale" in i.name}
+    for layer in (0, 29):
+        for slot, kind in ((0, "k"), (1, "v")):
+            fp32 = exact._gqa.caches[0].buffers[2 * layer + slot].numpy()[0, :, :len(ids)]
+            codes = coded._gqa.caches[0].buffers[2 * layer + slot].numpy()[0, :, :len(ids)]
+            assert codes.dtype == np.int8
+            step = scales[f"layers.{layer}.{kind}_scale"]
+            error = np.abs(codes * step - fp32) / step  # in steps of the code
+            if layer == 0:  # the same input: rounding, and rarely a clipped value
+                assert np.median(error) <= 0.5 and np.quantile(error, 0.999) <= 1.0
+            else:  # the last layer's input carries every earlier layer's rounding
+                assert codes.any() and np.median(error) <= 4
+    answers = [(exact.generate(exact.chat(q), GREEDY).text, coded.generate(coded.chat(q), GREEDY).text)
+               for q in CHECK_QUESTIONS]
+    assert sum(_same_answer(a, b, key) for (a, b), (*_, key) in zip(answers, CHECKS)) >= len(CHECKS) - 1

@@ -2,9 +2,11 @@
 
 The graph (see ``export/gqa_graph.py``) takes ``input_ids``, ``seqlens_k`` (tokens in the
 cache after the call, minus one), ``total_sequence_length`` and one preallocated key and one
-value buffer per layer, ``[1, kv_heads, window, head_dim]``. The same buffer is bound as the
-layer's past input and its present output, so GroupQueryAttention appends the new keys and
-values in place: nothing is copied or concatenated per step, and decode time hardly grows with
+value buffer per layer, ``[1, kv_heads, window, head_dim]``: fp32, or int8 codes where the
+manifest says ``kv_cache: int8-per-channel`` (the scales are in the graph, see
+``export/kv_cache.py``). The same buffer is bound as the layer's past input and its present
+output, so GroupQueryAttention appends the new keys and values in place: nothing is copied or
+concatenated per step, and decode time hardly grows with
 the context (the optimum graph's cache grows by a concatenation every step).
 
 Because the buffer stays, reusing a prompt's common prefix is bookkeeping: a :class:`KVCache`
@@ -24,13 +26,20 @@ import numpy as np
 import onnxruntime as ort
 
 
+def cache_dtype(manifest: dict) -> type:
+    """The KV buffers' element type: int8 where the export quantized the cache
+    (``export/kv_cache.py``, manifest ``kv_cache``), else fp32."""
+    return np.int8 if str(manifest.get("kv_cache", "fp32")).startswith("int8") else np.float32
+
+
 class KVCache:
     """One sequence's key/value buffers and the tokens whose keys and values they hold."""
 
-    def __init__(self, layers: int, kv_heads: int, head_dim: int, window: int) -> None:
+    def __init__(self, layers: int, kv_heads: int, head_dim: int, window: int,
+                 dtype: type = np.float32) -> None:
         shape = [1, kv_heads, window, head_dim]
         self.window = window
-        self.buffers = [ort.OrtValue.ortvalue_from_shape_and_type(shape, np.float32)
+        self.buffers = [ort.OrtValue.ortvalue_from_shape_and_type(shape, dtype)
                         for _ in range(2 * layers)]
         self.ids: list[int] = []
         self.step_binding: ort.IOBinding | None = None
@@ -62,6 +71,7 @@ class GqaDecoder:
         self.head_dim = int(manifest["head_dim"])
         self.vocab = int(manifest["vocab_size"])
         self.window = min(window, int(manifest.get("max_positions", window)))
+        self.cache_dtype = cache_dtype(manifest)
         self.caches: list[KVCache] = []
         self.reused_tokens = 0
         self._logits = np.zeros((1, self.vocab), dtype=np.float32)
@@ -80,7 +90,8 @@ class GqaDecoder:
         to a prefill-chunk boundary so that a seeded sample is reproduced exactly.
         """
         while len(self.caches) < len(encoded):
-            self.caches.append(KVCache(self.layers, self.kv_heads, self.head_dim, self.window))
+            self.caches.append(KVCache(self.layers, self.kv_heads, self.head_dim, self.window,
+                                       self.cache_dtype))
         del self.caches[max(1, len(encoded)):]  # extra rows' buffers are not kept between calls
         rows = []
         for cache, ids in zip(self.caches, encoded):
