@@ -3,8 +3,9 @@
 GroupQueryAttention (``kv_cache_bit_width`` 8; onnxruntime 1.32 here, older releases may lack it)
 can keep its past keys and values as int8 with one fp32 scale per head and channel
 (``PER_CHANNEL``): the kernel writes round(x / scale) and reads codes × scale. The cache is then
-a quarter of its fp32 bytes, which is what a decode step reads per context token. It is not the default: onnxruntime 1.32's CPU kernel takes a slower path for a
-multi-token call on a quantized cache, so prefill loses what decode gains. Measured side by side
+a quarter of its fp32 bytes, which is what a decode step reads per context token. It is not
+the default: onnxruntime 1.32's CPU kernel takes a slower path for a multi-token call on a
+quantized cache, so prefill loses what decode gains. Measured side by side
 (``python -m benchmarks.slm_speed --variants q4 q4kv8 llama.cpp --repeats 3``, medians, 2 cores,
 a noisy day; ``slm_speed_{qwen,smollm2}_kv8.json``):
 
