@@ -8,8 +8,8 @@ The estimate adds up, in MiB:
   int8 MiniLM after the first query);
 - ``slm``: every file of the SLM folder (weights are memory-mapped or copied; counting them whole
   keeps the estimate on the safe side), plus per window token the KV cache (2 · layers · KV heads ·
-  head size · 4 bytes, 1 for an int8 cache) and the activation arena, fitted to peak RSS measured at 300- and
-  1,000-token prompts (SmolLM2-135M: 403 → 529 MiB; Qwen2.5-0.5B: 943 → 1,031 MiB). A GQA graph
+  head size · 4 bytes, 1 for an int8 cache) and the activation arena, fitted to peak RSS measured
+  at 300- and 1,000-token prompts (SmolLM2-135M: 403 → 529 MiB; Qwen2.5-0.5B: 943 → 1,031 MiB). A GQA graph
   (manifest ``graph = "gqa"``) allocates its KV buffers for the whole window (only the pages a
   prompt reaches are touched) and has no [heads, window, total] score tensors of the unfused
   graph. Since issue 15 the session gives back the file pages of the weights onnxruntime repacks

@@ -19,7 +19,6 @@ from edge_rag.models.folder import MANIFEST, file_sha256
 
 from . import already_exported, require_export_extra
 from . import log as _log
-from .kv_cache import calibration_prompts, int8_cache
 from .slm import CHATML_TEMPLATE, CHECK_QUESTIONS, DEFAULT_SLM, PACKAGED, assemble_gguf, verify_against_fp32
 from .weights import Weights, read_gguf, read_hf_folder
 
@@ -156,6 +155,8 @@ def _write(weights: Weights, dest: Path, bits: int, positions: int, name: str, s
     }
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     if kv_bits == 8:
+        from .kv_cache import calibration_prompts, int8_cache
+
         int8_cache(tmp, calibration_prompts(CHECK_QUESTIONS), _log)
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)

@@ -6,8 +6,8 @@ value buffer per layer, ``[1, kv_heads, window, head_dim]``: fp32, or int8 codes
 manifest says ``kv_cache: int8-per-channel`` (the scales are in the graph, see
 ``export/kv_cache.py``). The same buffer is bound as the layer's past input and its present
 output, so GroupQueryAttention appends the new keys and values in place: nothing is copied or
-concatenated per step, and decode time hardly grows with
-the context (the optimum graph's cache grows by a concatenation every step).
+concatenated per step, and decode time hardly grows with the context (the optimum graph's cache
+grows by a concatenation every step).
 
 Because the buffer stays, reusing a prompt's common prefix is bookkeeping: a :class:`KVCache`
 remembers which tokens its buffer holds, and a new prompt that starts with the same tokens
