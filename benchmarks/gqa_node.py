@@ -58,8 +58,8 @@ def session(args: argparse.Namespace, dtype: type, scale: float | None) -> ort.I
 def call_us(sess: ort.InferenceSession, args: argparse.Namespace, dtype: type, total: int) -> float:
     """Microseconds per call, 50 calls on a cache holding ``total`` tokens."""
     cache = [1, args.kv_heads, args.window, args.head_dim]
-    past_k, past_v = (ort.OrtValue.ortvalue_from_numpy(np.random.rand(*cache).astype(dtype))
-                      for _ in range(2))
+    arrays = [np.random.rand(*cache).astype(dtype) for _ in range(2)]  # kept alive: the
+    past_k, past_v = (ort.OrtValue.ortvalue_from_numpy(a) for a in arrays)  # values share them
     binding = sess.io_binding()
     binding.bind_cpu_input("qkv", np.random.rand(1, 1, (args.heads + 2 * args.kv_heads)
                                                  * args.head_dim).astype(dtype))
