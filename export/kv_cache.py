@@ -21,7 +21,7 @@ Quality (``benchmarks.slm_quality``, 256 tokens): SmolLM2 perplexity +7.34 % aga
 (+6.73 % with the fp32 cache), 9/10 answers; Qwen 10/10 answers at export.
 
 The scales are static, so they are measured: the exported graph runs with an fp32 cache over
-fixed calibration prompts (the shipped demo chats in the answer stage's prompt form, and the
+fixed calibration prompts (runs of the shipped demo chats followed by a question, and the
 check questions), and each head's channel takes the largest |value| seen, times ``MARGIN`` for
 values beyond the calibration's. Keys are rotated (RoPE) before they are cached, and a rotation
 moves magnitude between channel i and i + head_dim/2 as the position changes, so a key channel's
@@ -40,7 +40,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from edge_rag.models.folder import MANIFEST
+from edge_rag.models.folder import MANIFEST, file_sha256
 
 MARGIN = 1.25
 QMAX = 127.0
@@ -51,9 +51,9 @@ DEMO = Path(__file__).parent / "demo" / "LiHua-World"
 
 
 def calibration_prompts(check_questions: Sequence[str]) -> list[str]:
-    """Raw texts to run through the model: the demo's first chats as a context with a question,
-    about ``CALIBRATION_TOKENS`` tokens each (by a 4-characters-a-token guess), and the check
-    questions."""
+    """Raw texts to run through the model: ``CALIBRATION_CHATS`` runs of consecutive demo chats,
+    starting at evenly spaced files, about ``CALIBRATION_TOKENS`` tokens each (by a
+    4-characters-a-token guess) and followed by a question, then the check questions."""
     files = sorted(DEMO.rglob("*.txt"))
     texts = []
     for start in range(0, len(files), max(1, len(files) // CALIBRATION_CHATS)):
@@ -85,12 +85,15 @@ def calibrate(folder: Path, prompts: Sequence[str]) -> list[tuple[np.ndarray, np
     half = decoder.head_dim // 2
     scales = []
     for layer in range(decoder.layers):
-        key, value = peaks[2 * layer].copy(), peaks[2 * layer + 1]
-        pair = np.maximum(key[:, :half], key[:, half:])
+        pair = np.maximum(peaks[2 * layer][:, :half], peaks[2 * layer][:, half:])
         key = np.concatenate([pair, pair], axis=1)
-        scales.append(tuple(np.maximum(m * MARGIN / QMAX, 1e-6)[:, None, :].astype(np.float32)
-                            for m in (key, value)))
-    return scales  # type: ignore[return-value]
+        scales.append((_scale(key), _scale(peaks[2 * layer + 1])))
+    return scales
+
+
+def _scale(peak: np.ndarray) -> np.ndarray:
+    """Code step [kv_heads, 1, head_dim] for values up to ``peak`` × ``MARGIN``."""
+    return np.maximum(peak * MARGIN / QMAX, 1e-6)[:, None, :].astype(np.float32)
 
 
 def quantize_cache(model_path: Path, scales: Sequence[tuple[np.ndarray, np.ndarray]]) -> int:
@@ -119,8 +122,6 @@ def quantize_cache(model_path: Path, scales: Sequence[tuple[np.ndarray, np.ndarr
 
 def int8_cache(folder: Path, prompts: Sequence[str], log: Callable[[str], None] = print) -> None:
     """Calibrate ``folder``'s fp32 cache, patch its graph to int8 and note it in the manifest."""
-    from edge_rag.models.folder import file_sha256
-
     log(f"calibrating the 8-bit KV cache on {len(prompts)} prompts ...")
     scales = calibrate(folder, prompts)
     layers = quantize_cache(folder / "model.onnx", scales)
