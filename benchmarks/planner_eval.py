@@ -13,9 +13,10 @@ every fixed method on the type-stratified subsets (``python -m benchmarks.answer
   auto takes the cross-validated plan (below ``planner_threshold`` → ``planner_fallback``) and
   the cached answer of the method it chose — the pipeline after planning is the same — plus the
   planner's own time (question embedding, cheap features, head) measured on the open index.
-- **auto** is what ``--method auto`` does with the default settings: the ``names`` planner (ppr
-  when the question names something, else vector; no parameters, so no cross-validation), its
-  recall from the same labelled rows; the head's cross-validated choice is the ``head`` column.
+- **auto** is what ``--method auto`` does with the default settings: the ``margin`` planner (ppr
+  unless vector's nearest chunk stands out; its threshold is cross-validated in
+  ``benchmarks.planner_margin``), its recall from the same labelled rows; the head's
+  cross-validated choice is the ``head`` column.
 - **Measured latency**: read from ``auto_latency.json`` (``python -m benchmarks.auto_latency`` under
   ``heavy --timing``): vector, ppr and auto on every question in interleaved rounds, per-question
   medians, their mean, and auto − ppr paired with its standard error.
@@ -42,7 +43,7 @@ from edge_rag import EdgeRAG, Settings
 from edge_rag.models import Embedder, ModelFolder
 from edge_rag.plan import LABELS, METHOD_OF_LABEL, NamesPlanner, head_label
 from edge_rag.plan.rules import rule_label
-from edge_rag.retrieve.ppr import names_a_seed, query_terms
+from edge_rag.retrieve.ppr import query_terms
 
 from .answer_accuracy import _load_cache, cache_path, judge, stratified
 from .common import RESULTS, markdown_table, percentiles, write_result
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     truth, soft = np.asarray([LABELS.index(r["label"]) for r in rows]), targets(rows)
     probs = cross_validate(features, soft)
     plans = [_choose(p, settings) for p in probs]
-    auto = _names_plans(rows) if settings.planner == "names" else plans
+    auto = _default_plans(rows) if settings.planner in ("margin", "names") else plans
     picked = np.asarray([LABELS.index(label) for label, _ in plans])
     names = list(dict.fromkeys(r["dataset"] for r in rows))
     rules = [rule_label(np.asarray(r["cheap"], dtype=np.float32)) for r in rows]
@@ -105,19 +106,19 @@ def _confusion(truth: np.ndarray, predicted: np.ndarray) -> dict:
             for t in range(len(LABELS))}
 
 
-def _names_plans(rows: list[dict]) -> list[tuple[str, str]]:
-    """The ``names`` planner's choice per row, with the titles of the row's index where it is
-    built here (else terms only)."""
+def _default_plans(rows: list[dict]) -> list[tuple[str, str]]:
+    """``auto``'s choice per row with the default planner, on the row's index where it is built
+    here (else the ``names`` planner by terms only)."""
     planners, opened = {}, []
     for name in dict.fromkeys(r["dataset"] for r in rows):
         index = DATASETS[name].index
         if index.is_dir():
             opened.append(EdgeRAG.open(index, create=False, progress=False))
-        walk = opened[-1].walk_graph if index.is_dir() else None
-        planners[name] = NamesPlanner((lambda q, w=walk: names_a_seed(q, w)) if walk else
-                                      (lambda q: bool(query_terms(q)[0])))
+            planners[name] = lambda q, rag=opened[-1]: rag.plan(q).label
+        else:
+            planners[name] = lambda q: NamesPlanner(lambda t: bool(query_terms(t)[0])).choose(q)[0]
     try:
-        labels = [planners[r["dataset"]].choose(r["question"])[0] for r in rows]
+        labels = [planners[r["dataset"]](r["question"]) for r in rows]
     finally:
         for rag in opened:
             rag.close()

@@ -21,9 +21,10 @@ from .lexicon import NameMatcher
 from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
-from .plan import Plan, Planner, make_planner, run_planner
+from .plan import Plan, Planner, QuestionProbes, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
-from .retrieve.ppr import names_a_seed
+from .retrieve.clauses import clauses
+from .retrieve.ppr import DENSE_K, names_a_seed, names_a_title
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 from .store.schema import VECTOR_KINDS
 
@@ -192,11 +193,16 @@ class EdgeRAG:
         return result
 
     def plan(self, question: str) -> Plan:
-        """The planner's choice of method for a question (``planner`` setting: names, head, slm,
-        rules)."""
+        """The planner's choice of method for a question (``planner`` setting: margin, names,
+        head, slm, rules)."""
         if self._planner is None:
+            probes = QuestionProbes(
+                named=lambda q: names_a_seed(q, self.walk_graph),
+                titled=lambda q: names_a_title(q, self.walk_graph),
+                two_events=lambda q: bool(clauses(q)),
+                nearest=lambda q: self._vectors().search(self.embedder.embed_one(q), DENSE_K)[1])
             self._planner = make_planner(self.settings, lambda: self.embedder, lambda: self.slm,
-                                         self.name_matcher, lambda q: names_a_seed(q, self.walk_graph))
+                                         self.name_matcher, probes)
         return run_planner(self._planner, question, self.settings.planner_threshold,
                     self.settings.planner_fallback)
 

@@ -13,7 +13,7 @@ from .errors import SettingsError
 
 VECTOR_DTYPES = ("f32", "f16", "i8")
 EXTRACTORS = ("fast", "slm", "none")
-PLANNERS = ("names", "head", "slm", "rules")
+PLANNERS = ("margin", "names", "head", "slm", "rules")
 ANSWER_STAGES = ("focused", "plain")
 FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr")
 PROFILE_DIR_ENV = "EDGE_RAG_PROFILES"
@@ -73,7 +73,8 @@ class Settings:
     graph_support_spread: float = 0.5
     use_weights: bool = True
     keyword_extractor: str = "rules"
-    planner: str = "names"
+    planner: str = "margin"
+    planner_margin: float = 0.14
     planner_model: str = "planner-af2-int8"
     planner_threshold: float = 0.4
     planner_fallback: str = "ppr"
@@ -119,8 +120,8 @@ class Settings:
         _check(self.memory_policy in ("refuse", "degrade"), "memory_policy must be refuse or degrade")
         _check(self.planner in PLANNERS, f"planner must be one of {PLANNERS}")
         _check(self.planner_fallback in FIXED_METHODS, f"planner_fallback must be one of {FIXED_METHODS}")
-        for name in ("abstain_threshold", "no_threshold", "planner_threshold", "aggregate_tau",
-                     "aggregate_lambda", "aggregate_delta", "aggregate_merge", "lr_alpha"):
+        for name in ("abstain_threshold", "no_threshold", "planner_threshold", "planner_margin",
+                     "aggregate_tau", "aggregate_lambda", "aggregate_delta", "aggregate_merge", "lr_alpha"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be within [0, 1]")
 
     @property

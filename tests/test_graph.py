@@ -187,6 +187,24 @@ def test_candidate_sets_stay_those_a_fresh_search_gives(tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.parametrize("file_min", [10**6, 0])  # searched exactly, then through HNSW
+def test_the_last_search_is_remembered_until_the_vectors_change(tmp_path: Path, file_min: int) -> None:
+    store = GraphStore.open(tmp_path, Settings())
+    vectors = VectorIndex(tmp_path, "chunk", 16, "i8", store, file_min=file_min)
+    vectors.open(writable=True)
+    rng = np.random.default_rng(3)
+    vectors.add(list(range(1, 101)), rng.normal(size=(100, 16)))
+    query = rng.normal(size=16).astype(np.float32)
+    keys, sims = vectors.search(query, 50)
+    first, _ = vectors.search(query, 9)  # auto's planner searched 50, vector asks for 9
+    assert first.tolist() == keys[:9].tolist() and (np.diff(sims) <= 1e-6).all()
+    keys[0] = 0  # the caller's copy: what is remembered stays
+    assert vectors.search(query, 50)[0][0] == first[0]
+    vectors.remove([int(first[0])])
+    assert int(first[0]) not in vectors.search(query, 50)[0].tolist()
+    store.close()
+
+
 def test_components_are_weakly_connected() -> None:
     found = components(["a", "b", "c", "d", "e"], [("a", "b"), ("c", "b"), ("d", "e")])
     assert found == [["a", "b", "c"], ["d", "e"]]

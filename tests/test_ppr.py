@@ -10,7 +10,7 @@ import pytest
 from edge_rag import EdgeRAG
 from edge_rag.retrieve import GraphReader, make_retriever
 from edge_rag.retrieve.base import IndexView
-from edge_rag.retrieve.ppr import PPRRetriever, WalkGraph, restart
+from edge_rag.retrieve.ppr import PPRRetriever, WalkGraph, names_a_title, restart
 from edge_rag.store.walk import GraphArrays
 
 # Entities 1..4; chunks 10, 11 (document 0), 12 (document 1).
@@ -210,8 +210,11 @@ def test_titled_passages_link_to_the_passages_they_name(rag: EdgeRAG) -> None:
     first = {c.source: c.id for c in rag.store.chunks([int(i) for i in walk.chunk_ids]).values()}
     film, director = walk.chunk_nodes(np.array([first["Pearl Lust"], first["Vera Smith"]]))
     assert director in walk.indices[walk.indptr[film]:walk.indptr[film + 1]]
-    found = rag.retrieve("Who is the father of the director of film Pearl Lust?", "ppr", top_k=2)
+    question = "Who is the father of the director of film Pearl Lust?"
+    found = rag.retrieve(question, "ppr", top_k=2)
     assert {c.source for c in found.chunks} == {"Pearl Lust", "Vera Smith"}
+    assert names_a_title(question, rag.walk_graph) and not names_a_title("Who docks?", rag.walk_graph)
+    assert rag.retrieve(question, "auto").plan.label == "F"  # a named title always walks
 
 
 def test_untitled_documents_add_no_title_links(lihua_index) -> None:

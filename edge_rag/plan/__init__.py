@@ -1,20 +1,30 @@
-"""Adaptive retrieval planning (§3.3): choose A–F per query by named seeds, a trained head, the
-SLM or rules.
+"""Adaptive retrieval planning (§3.3): choose A–F per query by vector's margin, named seeds, a
+trained head, the SLM or rules.
 
 A–E are the paper's labels (none, vector, local, dual, topology); F, the ``ppr`` random walk, is
 beyond it and comes last, so that a tie between methods still goes to the paper's simpler one.
 
-The default planner, ``names`` (beyond the paper), asks one question of the query: does it name
-anything the walk can start from — a name, date, time, quantity or quoted title (TR's K_e, see
-``ppr.names_a_seed``) or a document title? Then F, else B. A question that names nothing ("What
-time is the power outage in the neighborhood?") gives ``ppr`` only the chunks nearest to it as
-seeds, which vector search ranks mostly alike: on LiHua-World dev those 14 of 228 questions had
-the same evidence recall by either method but one, where ``ppr``'s BM25 words found what vector
-missed ("What event is the community organizing?"; recall@5 0.902 for ``auto`` against 0.907),
-for a saving within noise (``benchmarks.auto_latency``: −0.13 ± 0.12 ms a question). The
-trained head (``head``) could not tell from the question when vector suffices (5-fold CV:
-below ``ppr`` on 2WikiMultihopQA), nor could vector's score margin (top-1 minus top-5 cosine),
-which under 5-fold CV sent almost no question to vector.
+The default planner, ``margin`` (beyond the paper), runs ``ppr`` unless vector search alone is
+decisive, and it decides after a look at the question's nearest chunks — the search ``ppr``
+makes first anyway (``VectorIndex.search`` remembers it, so neither route searches twice):
+
+- a question that contains a document's title walks (F): in a titled corpus the bridge passage
+  is reached by title links, which vector search cannot follow (every 2WikiMultihopQA dev
+  question names one: ``auto`` is ``ppr`` there);
+- a question that orders or measures two events walks (F): ``ppr`` ranks each clause
+  (``retrieve/clauses.py``); 19 of LiHua-World dev's 26 Multi questions are such;
+- otherwise the nearest chunk must stand out: cos(top 1) − cos(top 5) ≥ ``planner_margin``
+  for vector (B), else F. A conversation that alone matches the question is found by vector
+  search as by ``ppr``. On LiHua-World dev, 63 of 228 questions pass 0.14 and none of them
+  loses recall to vector (``benchmarks.planner_margin``); the threshold picked by 5-fold
+  cross-validation (the lowest at which no training question loses) routes 71–74 questions to
+  vector and loses a quarter of one question's evidence (recall@5 0.906 against ``ppr``'s
+  0.907), where the ``names`` planner lost a whole one (0.902) and saved nothing measurable.
+
+``names``, the default before: F when the question names anything the walk can start from (a
+name, date, time, quantity, quoted title or document title, see ``ppr.names_a_seed``), else B.
+The trained head (``head``) could not tell from the question when vector suffices (5-fold CV:
+below ``ppr`` on 2WikiMultihopQA): the margin is read from the search, not the question.
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
 
 from ..config import PLANNERS, Settings
 from ..errors import ModelNotFound, SettingsError
@@ -75,6 +87,39 @@ class RulePlanner:
     def choose(self, question: str) -> tuple[str, dict[str, float]]:
         """One label, no probabilities."""
         return rule_label(cheap_features(question, self.names())), {}
+
+
+@dataclass(frozen=True)
+class QuestionProbes:
+    """What the planners may ask of the open index about a question (``plan`` does not import
+    ``retrieve``: the index passes these in)."""
+
+    named: Callable[[str], bool] = lambda question: True  # ``ppr.names_a_seed``
+    titled: Callable[[str], bool] = lambda question: False  # ``ppr.names_a_title``
+    two_events: Callable[[str], bool] = lambda question: False  # ``clauses.clauses`` splits it
+    nearest: Callable[[str], np.ndarray] = lambda question: np.zeros(0, np.float32)  # cosines, best first
+
+
+class MarginPlanner:
+    """F (``ppr``) unless vector search alone is decisive: B when the question names no document
+    title, orders no two events, and its nearest chunk stands out by ``margin`` over the fifth."""
+
+    name = "margin"
+
+    def __init__(self, probes: QuestionProbes, margin: float) -> None:
+        self.probes, self.margin = probes, margin
+
+    def choose(self, question: str) -> tuple[str, dict[str, float]]:
+        """One label, no probabilities."""
+        if self.probes.titled(question) or self.probes.two_events(question):
+            return "F", {}
+        return ("B" if vector_margin(self.probes.nearest(question)) >= self.margin else "F"), {}
+
+
+def vector_margin(cosines: np.ndarray, depth: int = 5) -> float:
+    """cos(top 1) − cos(top ``depth``) of a best-first list (0 when it is shorter than ``depth``:
+    with so few chunks nothing stands out)."""
+    return float(cosines[0] - cosines[depth - 1]) if len(cosines) >= depth else 0.0
 
 
 class NamesPlanner:
@@ -135,11 +180,13 @@ class SLMPlanner:
 
 
 def make_planner(settings: Settings, embedder: Callable[[], Embedder], slm: Callable[[], SLM],
-                 names: Callable[[], NameMatcher | None],
-                 named: Callable[[str], bool] = lambda question: True) -> Planner:
+                 names: Callable[[], NameMatcher | None], probes: QuestionProbes | None = None) -> Planner:
     """The planner the settings ask for; ``head`` falls back to rules when none is exported."""
+    probes = probes or QuestionProbes()
+    if settings.planner == "margin":
+        return MarginPlanner(probes, settings.planner_margin)
     if settings.planner == "names":
-        return NamesPlanner(named)
+        return NamesPlanner(probes.named)
     if settings.planner == "slm":
         return SLMPlanner(slm())
     if settings.planner == "rules":
@@ -165,6 +212,6 @@ def run_planner(planner: Planner, question: str, threshold: float, fallback: str
     return Plan(label, METHOD_OF_LABEL[label], planner.name, probabilities, latency)
 
 
-__all__ = ["LABELS", "METHOD_OF_LABEL", "NONE_MIN", "PLANNERS", "HeadPlanner", "NamesPlanner", "Plan",
-           "Planner", "PlannerHead", "RulePlanner", "SLMPlanner", "head_label", "make_planner",
-           "plan_features", "run_planner"]
+__all__ = ["LABELS", "METHOD_OF_LABEL", "NONE_MIN", "PLANNERS", "HeadPlanner", "MarginPlanner",
+           "NamesPlanner", "Plan", "Planner", "PlannerHead", "QuestionProbes", "RulePlanner", "SLMPlanner",
+           "head_label", "make_planner", "plan_features", "run_planner", "vector_margin"]

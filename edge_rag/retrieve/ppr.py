@@ -105,6 +105,7 @@ NEXT_CHUNK = 1.0
 TITLE_LINK = 300.0
 TITLE_SEED_SHARE = 0.8
 CANDIDATES = 50
+DENSE_K = max(CHUNK_SEEDS, CANDIDATES)  # the nearest chunks a question's walk reads
 WHOLE_FIRST = 3
 MAX_GRAM = 6
 FILLER = STOPWORDS | QUESTION_WORDS | {"i"}
@@ -249,7 +250,7 @@ class PPRRetriever:
             walk = self.walk()
             entities = self.seed_entities(walk, list(exact.values()), vectors)
         with timed(timings, "search"):
-            keys, sims = view.chunk_vectors.search(query, max(CHUNK_SEEDS, CANDIDATES))
+            keys, sims = view.chunk_vectors.search(query, DENSE_K)
             dense = {int(k): float(s) for k, s in zip(keys, sims)}
         with timed(timings, "walk"):
             titled = walk.titles.find(question) if walk.titles else []
@@ -318,8 +319,12 @@ def forget_terms() -> None:
 def names_a_seed(question: str, walk: Callable[[], WalkGraph]) -> bool:
     """Whether the question names something the walk can start from: one of its specific terms,
     else a document title (only then is the walk's matrix read). ``auto``'s ``names`` planner."""
-    if query_terms(question)[0]:
-        return True
+    return bool(query_terms(question)[0]) or names_a_title(question, walk)
+
+
+def names_a_title(question: str, walk: Callable[[], WalkGraph]) -> bool:
+    """Whether the question contains a document's title (only in titled corpora): the walk
+    then steps from that document along its title links. ``auto``'s ``margin`` planner."""
     titles = walk().titles
     return titles is not None and bool(titles.find(question))
 

@@ -137,12 +137,13 @@ class VectorIndex:
         self.generation: int | None = None
         self.rebuilt = False
         self.viewed = False
+        self._last: tuple[bytes, int, np.ndarray, np.ndarray] | None = None
 
     def open(self, writable: bool = False) -> VectorIndex:
         """Load the vectors: the HNSW file (memory-mapped unless writable) when it is current,
         else SQLite's codes, searched exactly or rebuilt into an HNSW index by size."""
         state = self.store.vector_state(self.kind)
-        self.generation = state["generation"]
+        self.generation, self._last = state["generation"], None
         if (state["saved_count"] or 0) >= self.file_min and self._file_is_current(state):
             loaded = Index.restore(str(self.path), view=not writable)
             if loaded is not None and len(loaded) == state["saved_count"]:
@@ -173,6 +174,7 @@ class VectorIndex:
         """Add vectors under integer keys (the SQLite row ids)."""
         if not keys:
             return
+        self._last = None
         ids, rows = np.asarray(keys, dtype=np.uint64), for_storage(vectors, self.dtype)
         if self.exact is not None:
             self.exact.add(ids, rows)
@@ -183,15 +185,30 @@ class VectorIndex:
         """Remove keys (missing ones are ignored)."""
         if not keys:
             return
+        self._last = None
         if self.exact is not None:
             self.exact.remove(np.asarray(keys, dtype=np.uint64))
         else:
             self._writable().remove(np.asarray(keys, dtype=np.uint64))
 
     def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(keys, cosine similarities) of the k nearest vectors, best first."""
+        """(keys, cosine similarities) of the k nearest vectors, best first.
+
+        The last search is remembered until the next add or remove: ``auto``'s planner looks at
+        the question's nearest chunks and the method it picks searches them again. An exact
+        search answers a smaller k from a larger one's first rows (the same rows it would
+        find); an HNSW search only the same k."""
         if len(self) == 0:
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32)
+        query, last = vector.tobytes(), self._last
+        reusable = last is not None and (k == last[1] or (self.exact is not None and k < last[1]))
+        if last is not None and reusable and last[0] == query:
+            return last[2][:k].copy(), last[3][:k].copy()
+        keys, sims = self._search(vector, k)
+        self._last = (query, k, keys, sims)
+        return keys.copy(), sims.copy()
+
+    def _search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         if self.exact is not None:
             return self.exact.search(for_search(vector, self.dtype), k)
         assert self.index is not None
