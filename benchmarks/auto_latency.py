@@ -1,16 +1,19 @@
 """Mean retrieval latency of ``auto`` against the fixed methods it chooses between, per question.
 
-    /work/notes/heavy --timing python -m benchmarks.auto_latency [--datasets lihua,2wiki] [--repeats 3]
+    python -m benchmarks.auto_latency [--datasets lihua,2wiki] [--repeats 3] [--planner margin]
 
-One process, one open index per data set, every cache warm (models, the walk's matrix, SQLite
-pages: one untimed pass of every method first). Then, for each question, ``--repeats`` rounds of
-vector, ppr and auto in an order rotated by question and round, so that drift in the machine's
-load falls on all three alike. Before every call the question's remembered embedding and terms
-are forgotten (``Embedder.embed_one`` and ``ppr.query_terms`` remember recent questions), so each
-call pays for everything it needs and no method is served by another's work. Per question the
-median of the rounds counts; the table gives the mean over questions, as wall time and as the
-process's CPU time (other jobs on shared cores disturb CPU time far less), and the paired
-difference auto − ppr with its standard error. Writes ``auto_latency.json``.
+One process, one open index per data set, every cache warm (models, the walk's
+matrix, SQLite pages: one untimed pass of every method first). Then, for each question,
+``--repeats`` rounds of vector, ppr and auto in a random order (seeded), so that drift in the
+machine's load falls on all alike and no method always follows the same one (a method run right
+after ``ppr`` on the same question finds its pages warm: in a fixed rotation that alone made
+``auto`` 2 ms faster than ``ppr`` on 2WikiMultihopQA, where it always runs ``ppr``). Before every
+call what recent questions left behind is forgotten (``EdgeRAG.forget``: their embeddings, terms
+and the last vector search), so each call pays for everything it needs and no method is served
+by another's work. Per question the median of the rounds counts; the table gives the mean over
+questions, as wall time and as the process's CPU time (other jobs on shared cores disturb CPU
+time far less), and the paired difference auto − ppr with its standard error. ``--planner``
+picks auto's planner (default: the settings' default). Writes ``auto_latency.json``.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ import time
 
 import numpy as np
 
-from edge_rag import EdgeRAG
-from edge_rag.retrieve.ppr import forget_terms
+from edge_rag import EdgeRAG, Settings
+from edge_rag.config import PLANNERS
 
 from .common import markdown_table, write_result
 from .datasets import DATASETS
@@ -32,38 +35,38 @@ METHODS = ("vector", "ppr", "auto")
 def main(argv: list[str] | None = None) -> int:
     """Time every method on every question of each data set, print and write the means."""
     args = _parser().parse_args(argv)
-    result = {"repeats": args.repeats, "datasets": {}}
+    result = {"repeats": args.repeats, "planner": args.planner, "datasets": {}}
     for name in args.datasets.split(","):
         questions = [q["question"] for q in DATASETS[name].queries() if q["evidence"]]
         result["datasets"][name] = measure(name, questions[: args.limit] if args.limit else questions,
-                                           args.repeats)
+                                           args.repeats, args.planner)
     _print(result)
     write_result("auto_latency", result)
     return 0
 
 
-def measure(name: str, questions: list[str], repeats: int) -> dict:
+def measure(name: str, questions: list[str], repeats: int, planner: str) -> dict:
     """Per-question medians of wall and CPU milliseconds per method, their means, auto's routes."""
     wall = {m: np.zeros((len(questions), repeats)) for m in METHODS}
     cpu = {m: np.zeros((len(questions), repeats)) for m in METHODS}
-    with EdgeRAG.open(DATASETS[name].index, create=False, progress=False) as rag:
+    shuffle = np.random.default_rng(0)
+    with EdgeRAG.open(DATASETS[name].index, create=False, progress=False, planner=planner) as rag:
         routes = [rag.retrieve(q, "auto").plan.method for q in questions]  # warms every cache
         for method in METHODS[:2]:
             for question in questions:
                 rag.retrieve(question, method)
         for i, question in enumerate(questions):
             for round_ in range(repeats):
-                for j in range(len(METHODS)):
-                    method = METHODS[(i + round_ + j) % len(METHODS)]
-                    wall[method][i, round_], cpu[method][i, round_] = _time(rag, question, method)
+                for j in shuffle.permutation(len(METHODS)):
+                    method = METHODS[j]
+                    wall[method][i, round_], cpu[method][i, round_] = _time(rag, method, question)
     return {"queries": len(questions), "auto_routes": {m: routes.count(m) for m in sorted(set(routes))},
             "wall_ms": _summary(wall), "cpu_ms": _summary(cpu)}
 
 
-def _time(rag: EdgeRAG, question: str, method: str) -> tuple[float, float]:
+def _time(rag: EdgeRAG, method: str, question: str) -> tuple[float, float]:
     """One call's wall and CPU milliseconds, nothing of the question remembered beforehand."""
-    rag.embedder.forget()
-    forget_terms()
+    rag.forget()
     start, start_cpu = time.perf_counter(), time.process_time()
     rag.retrieve(question, method)
     return (time.perf_counter() - start) * 1000, (time.process_time() - start_cpu) * 1000
@@ -79,13 +82,13 @@ def _summary(times: dict[str, np.ndarray]) -> dict:
 
 
 def _print(result: dict) -> None:
-    headers = ["data set", "queries", "auto routes", "clock"] + [*METHODS, "auto − ppr (± s.e.)"]
+    headers = ["data set", "queries", "auto routes", "clock", *METHODS, "auto − ppr (± s.e.)"]
     rows = [[name, r["queries"], ", ".join(f"{m} {n}" for m, n in sorted(r["auto_routes"].items())), clock]
             + [r[f"{clock}_ms"][m] for m in METHODS]
             + [f"{r[f'{clock}_ms']['auto_minus_ppr']} ± {r[f'{clock}_ms']['auto_minus_ppr_se']}"]
             for name, r in result["datasets"].items() for clock in ("wall", "cpu")]
     print(markdown_table(headers, rows))
-    print(f"\nmean over questions of each question's median of {result['repeats']} interleaved rounds (ms)")
+    print(f"\nmean over questions of each question's median of {result['repeats']} rounds, random order (ms)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -94,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--datasets", default="lihua,2wiki", help="comma-separated data sets")
     parser.add_argument("--repeats", type=int, default=3, help="rounds per question (median counts)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--planner", default=Settings().planner, choices=PLANNERS, help="auto's planner")
     return parser
 
 

@@ -24,7 +24,7 @@ from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, QuestionProbes, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
 from .retrieve.clauses import clauses
-from .retrieve.ppr import DENSE_K, names_a_seed, names_a_title
+from .retrieve.ppr import DENSE_K, forget_terms, names_a_seed, names_a_title
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 from .store.schema import VECTOR_KINDS
 
@@ -205,6 +205,14 @@ class EdgeRAG:
                                          self.name_matcher, probes)
         return run_planner(self._planner, question, self.settings.planner_threshold,
                     self.settings.planner_fallback)
+
+    def forget(self) -> None:
+        """Forget what recent questions left behind — their embeddings, terms and the last vector
+        search — so that the next call pays for everything it needs (for timing a method)."""
+        self.embedder.forget()
+        forget_terms()
+        for vectors in self._readers.values():
+            vectors.forget()
 
     @overload
     def ask(self, question: str, method: str = ..., top_k: int | None = ...,

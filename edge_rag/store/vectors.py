@@ -137,7 +137,7 @@ class VectorIndex:
         self.generation: int | None = None
         self.rebuilt = False
         self.viewed = False
-        self._last: tuple[bytes, int, np.ndarray, np.ndarray] | None = None
+        self._last: tuple[np.ndarray, int, np.ndarray, np.ndarray] | None = None
 
     def open(self, writable: bool = False) -> VectorIndex:
         """Load the vectors: the HNSW file (memory-mapped unless writable) when it is current,
@@ -200,13 +200,17 @@ class VectorIndex:
         find); an HNSW search only the same k."""
         if len(self) == 0:
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32)
-        query, last = vector.tobytes(), self._last
+        last = self._last
         reusable = last is not None and (k == last[1] or (self.exact is not None and k < last[1]))
-        if last is not None and reusable and last[0] == query:
+        if last is not None and reusable and np.array_equal(last[0], vector):
             return last[2][:k].copy(), last[3][:k].copy()
         keys, sims = self._search(vector, k)
-        self._last = (query, k, keys, sims)
+        self._last = (np.array(vector, copy=True), k, keys, sims)
         return keys.copy(), sims.copy()
+
+    def forget(self) -> None:
+        """Forget the remembered last search (``search``): the next one searches afresh."""
+        self._last = None
 
     def _search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         if self.exact is not None:
