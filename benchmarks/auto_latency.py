@@ -13,7 +13,8 @@ and the last vector search), so each call pays for everything it needs and no me
 by another's work. Per question the median of the rounds counts; the table gives the mean over
 questions, as wall time and as the process's CPU time (other jobs on shared cores disturb CPU
 time far less), and the paired difference auto − ppr with its standard error. ``--planner``
-picks auto's planner (default: the settings' default). Writes ``auto_latency.json``.
+picks auto's planner (default: the settings' default). Writes ``auto_latency.json``, or
+``auto_latency_PLANNER.json`` for another planner.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         result["datasets"][name] = measure(name, questions[: args.limit] if args.limit else questions,
                                            args.repeats, args.planner)
     _print(result)
-    write_result("auto_latency", result)
+    write_result("auto_latency" + ("" if args.planner == Settings().planner else f"_{args.planner}"), result)
     return 0
 
 

@@ -301,8 +301,8 @@ def _planner_margin(result: Result) -> str:
                      *(_f(v, 3) for v in r["recall"].values())] for r in d["cv"]["runs"]]
                    + [["ppr", 0, *(_f(v, 3) for v in d["cv"]["ppr"].values())],
                       ["vector", d["queries"], *(_f(v, 3) for v in d["cv"]["vector"].values())],
-                      [f"auto, default settings ({_plain(d['default']['routes'])})", "",
-                       *(_f(v, 3) for v in d["default"]["recall"].values())]])
+                      [f"auto, margin planner ({_plain(d['margin']['routes'])})", "",
+                       *(_f(v, 3) for v in d["margin"]["recall"].values())]])
         routed = any(g["to_vector"] for g in d["grid"])
         walks = "" if routed else " Every question walks (it names a title or two events)."
         parts += [f"{_dataset(name)}, {d['queries']} questions; loss = ppr − vector recall summed over the "
@@ -637,10 +637,12 @@ LiHua-World the label from the answers matches the retrieval judge's on about a 
 queries, and answers are right far more often when the context holds the evidence, so the
 retrieval judge tracks what the SLM can use; on 2Wiki the 0.5B model's right answers are mostly
 guesses between two names in the question, right more often when the context lacks the
-evidence. `auto`'s default planner, `margin`, reads vector's search instead of the question: on
+evidence. The opt-in `margin` planner reads vector's search instead of the question: on
 LiHua-World it sends the 63 of 228 questions whose nearest chunk stands out to vector, with
 ppr's recall (cross-validated threshold: 0.906 against 0.907) and 7 % less mean latency; every
-2WikiMultihopQA question names a title, so there `auto` is `ppr`."""
+2WikiMultihopQA question names a title, so there it is `ppr`. On HotpotQA and MultiHop-RAG,
+where every question needs two passages, the same threshold loses recall and cross-validation
+picks "never": the default planner stays `names`."""
 
 ANSWER_READING = """\
 A 0.5B model turns little of the recall differences into answers: every method lands within a
@@ -708,8 +710,8 @@ answer counts as wrong.""", answer_accuracy, ANSWER_READING),
 `python -m benchmarks.planner_eval` compares the plans with the labels and with every fixed
 method. Every plan below is 5-fold cross-validated (made by a head that never saw the query);
 the answer comparison reuses the cached answers of the fixed methods, plus the planner's own
-time. `python -m benchmarks.planner_margin` measures `auto`'s default planner (`margin`): where
-vector's nearest chunk stands out, and the threshold cross-validated.""", planner, PLANNER_READING),
+time. `python -m benchmarks.planner_margin` measures the opt-in `margin` planner: where vector's
+nearest chunk stands out, and the threshold cross-validated, on four corpora.""", planner, PLANNER_READING),
     Section("Vector retrieval and chunk size", ("vector_recall*.json", "sweep_*.json"), """\
 `python -m benchmarks.vector_recall [--chunk-tokens N --chunk-overlap M]`: VR (eq. 7) on the
 LiHua-World dev queries with evidence (Null excluded), int8 all-MiniLM-L6-v2. Recall@k is the

@@ -13,7 +13,7 @@ from .errors import SettingsError
 
 VECTOR_DTYPES = ("f32", "f16", "i8")
 EXTRACTORS = ("fast", "slm", "none")
-PLANNERS = ("margin", "names", "head", "slm", "rules")
+PLANNERS = ("names", "margin", "head", "slm", "rules")
 ANSWER_STAGES = ("focused", "plain")
 FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr")
 PROFILE_DIR_ENV = "EDGE_RAG_PROFILES"
@@ -73,7 +73,7 @@ class Settings:
     graph_support_spread: float = 0.5
     use_weights: bool = True
     keyword_extractor: str = "rules"
-    planner: str = "margin"
+    planner: str = "names"
     planner_margin: float = 0.14
     planner_model: str = "planner-af2-int8"
     planner_threshold: float = 0.4

@@ -75,6 +75,15 @@ SAYING_VERBS = ("proposes|proposed|suggests|suggested|asks|asked|invites|invited
                 "shares|shared|thanks|thanked|wishes|wished|reports|reported|announces|announced|"
                 "raises|raised|brings up|brought up|agrees|agreed|greets|greeted")
 
+# Nouns that lead from a thing to another one: the people a work or a person is tied to, and
+# what made or holds a thing. "The director of film X", "X's father", "whose composer": the
+# answer lies in a second passage, reached from the named one (a bridge).
+RELATION_NOUNS = re.compile(
+    r"\b(?:director|directors|producer|composer|performer|author|writer|creator|founder|publisher|"
+    r"company|father|mother|parent|parents|stepfather|stepmother|spouse|wife|husband|son|daughter|"
+    r"child|children|sibling|brother|sister|grandfather|grandmother|grandson|granddaughter|uncle|"
+    r"aunt|nephew|niece|cousin|whose)\b", re.IGNORECASE)
+
 # Question openings and the answer types they ask for (first match wins).
 ANSWER_TYPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), types) for pattern, types in (
@@ -114,6 +123,12 @@ def index_terms(text: str) -> list[str]:
     """A text's words as lexical search terms: lower-cased, stemmed, without stopwords,
     question words and one-letter words (``retrieve/lexical.py``)."""
     return [stem(w) for w in WORD.findall(text.lower()) if len(w) > 1 and w not in QUERY_STOPWORDS]
+
+
+def names_a_relation(question: str) -> bool:
+    """Whether the question asks across a relation (``RELATION_NOUNS``) rather than about the
+    things it names."""
+    return RELATION_NOUNS.search(question) is not None
 
 
 def answer_types(question: str) -> tuple[str, ...]:

@@ -98,20 +98,20 @@ def test_without_an_exported_head_auto_falls_back_to_rules(lihua_index: Path) ->
 
 def test_auto_walks_unless_the_nearest_chunk_stands_out(lihua_index: Path) -> None:
     two_events = "Did Li Hua check in with Adam before Adam asked about the moving date?"
-    with EdgeRAG.open(lihua_index, create=False) as rag:
+    with EdgeRAG.open(lihua_index, create=False, planner="margin") as rag:
         found = rag.retrieve(QUESTION, method="auto")
         cosines = rag.retrieve(QUESTION, method="vector", top_k=5).chunks
         margin = cosines[0].score - cosines[4].score
     assert found.plan.planner == "margin" and rag.settings.planner_margin == 0.14
     assert found.method == ("vector" if margin >= 0.14 else "ppr")
-    with EdgeRAG.open(lihua_index, create=False, planner_margin=0.0) as rag:
+    with EdgeRAG.open(lihua_index, create=False, planner="margin", planner_margin=0.0) as rag:
         near = rag.retrieve(QUESTION, method="auto")
         vector = rag.retrieve(QUESTION, method="vector")
         ordered = rag.retrieve(two_events, method="auto")
     assert (near.plan.label, near.method) == ("B", "vector")
     assert [c.chunk_id for c in near.chunks] == [c.chunk_id for c in vector.chunks]
     assert (ordered.plan.label, ordered.method) == ("F", "ppr")  # two events: always the walk
-    with EdgeRAG.open(lihua_index, create=False, planner_margin=1.0) as rag:
+    with EdgeRAG.open(lihua_index, create=False, planner="margin", planner_margin=1.0) as rag:
         assert rag.retrieve(QUESTION, method="auto").method == "ppr"
 
 
@@ -120,8 +120,8 @@ def test_a_margin_outside_zero_to_one_is_refused(lihua_index: Path) -> None:
         EdgeRAG.open(lihua_index, create=False, planner_margin=1.5)
 
 
-def test_the_names_planner_walks_only_when_the_question_names_something(lihua_index: Path) -> None:
-    with EdgeRAG.open(lihua_index, create=False, planner="names") as rag:
+def test_auto_walks_only_when_the_question_names_something(lihua_index: Path) -> None:
+    with EdgeRAG.open(lihua_index, create=False) as rag:
         named = rag.retrieve(QUESTION, method="auto")
         unnamed = rag.retrieve("What time is the power outage in the neighborhood?", method="auto")
         vector = rag.retrieve("What time is the power outage in the neighborhood?", method="vector")

@@ -214,7 +214,21 @@ def test_titled_passages_link_to_the_passages_they_name(rag: EdgeRAG) -> None:
     found = rag.retrieve(question, "ppr", top_k=2)
     assert {c.source for c in found.chunks} == {"Pearl Lust", "Vera Smith"}
     assert names_a_title(question, rag.walk_graph) and not names_a_title("Who docks?", rag.walk_graph)
-    assert rag.retrieve(question, "auto").plan.label == "F"  # a named title always walks
+    with EdgeRAG.open(rag.directory, create=False, planner="margin", planner_margin=0.0) as margin:
+        assert margin.retrieve(question, "auto").plan.label == "F"  # a named title always walks
+
+
+def test_a_comparison_of_named_documents_needs_no_walk(rag: EdgeRAG) -> None:
+    for title, text in {"Pearl Lust": "Pearl Lust\nPearl Lust is a 1936 film directed by Vera Smith.",
+                        "Vera Smith": "Vera Smith\nVera Smith was a director born in 1890.",
+                        "Harbour Lights": "Harbour Lights\nHarbour Lights is a 1932 film.",
+                        "Ships": "Ships\nA harbour is where ships dock."}.items():
+        rag.insert_text(text, source=title, metadata={"title": title})
+    compared = rag.retrieve("Which film came out first, Pearl Lust or Harbour Lights?", "ppr", top_k=3)
+    assert {c.source for c in compared.chunks[:2]} == {"Pearl Lust", "Harbour Lights"}
+    assert "walk" not in compared.timings_ms and len({c.doc_id for c in compared.chunks}) == 3
+    bridged = rag.retrieve("Which film has the director born first, Pearl Lust or Harbour Lights?", "ppr")
+    assert "walk" in bridged.timings_ms  # "the director": the answer is in another passage
 
 
 def test_untitled_documents_add_no_title_links(lihua_index) -> None:

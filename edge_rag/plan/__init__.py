@@ -1,30 +1,34 @@
-"""Adaptive retrieval planning (§3.3): choose A–F per query by vector's margin, named seeds, a
+"""Adaptive retrieval planning (§3.3): choose A–F per query by named seeds, vector's margin, a
 trained head, the SLM or rules.
 
 A–E are the paper's labels (none, vector, local, dual, topology); F, the ``ppr`` random walk, is
 beyond it and comes last, so that a tie between methods still goes to the paper's simpler one.
 
-The default planner, ``margin`` (beyond the paper), runs ``ppr`` unless vector search alone is
-decisive, and it decides after a look at the question's nearest chunks — the search ``ppr``
-makes first anyway (``VectorIndex.search`` remembers it, so neither route searches twice):
+The default planner, ``names`` (beyond the paper): F when the question names anything the walk
+can start from (a name, date, time, quantity, quoted title or document title, see
+``ppr.names_a_seed``), else B. On LiHua-World dev 14 of 228 questions name nothing; one of them
+lost to vector what ``ppr``'s BM25 words found (recall@5 0.902 against 0.907), for a saving
+within noise. On 2WikiMultihopQA every question names something: ``auto`` is ``ppr``.
 
-- a question that contains a document's title walks (F): in a titled corpus the bridge passage
-  is reached by title links, which vector search cannot follow (every 2WikiMultihopQA dev
-  question names one: ``auto`` is ``ppr`` there);
-- a question that orders or measures two events walks (F): ``ppr`` ranks each clause
-  (``retrieve/clauses.py``); 19 of LiHua-World dev's 26 Multi questions are such;
-- otherwise the nearest chunk must stand out: cos(top 1) − cos(top 5) ≥ ``planner_margin``
-  for vector (B), else F. A conversation that alone matches the question is found by vector
-  search as by ``ppr``. On LiHua-World dev, 63 of 228 questions pass 0.14 and none of them
-  loses recall to vector (``benchmarks.planner_margin``); the threshold picked by 5-fold
-  cross-validation (the lowest at which no training question loses) routes 71–74 questions to
-  vector and loses a quarter of one question's evidence (recall@5 0.906 against ``ppr``'s
-  0.907), where the ``names`` planner lost a whole one (0.902) and saved nothing measurable.
+``margin`` (opt-in, beyond the paper) decides after a look at the question's nearest chunks —
+the search ``ppr`` makes first anyway (``VectorIndex.search`` remembers it, so neither route
+searches twice): a question that contains a document's title walks (its bridge passage is
+reached by title links), so does one that orders or measures two events (``ppr`` ranks each
+clause, ``retrieve/clauses.py``); any other goes to vector when its nearest chunk stands out,
+cos(top 1) − cos(top 5) ≥ ``planner_margin``. ``benchmarks.planner_margin`` measures it:
 
-``names``, the default before: F when the question names anything the walk can start from (a
-name, date, time, quantity, quoted title or document title, see ``ppr.names_a_seed``), else B.
+- LiHua-World dev (conversations, mostly one-conversation questions): 63 of 228 questions pass
+  0.14 and none loses recall; the threshold picked by 5-fold cross-validation (the lowest at
+  which no training question loses) sends 68–74 to vector at recall@5 0.906 against ``ppr``'s
+  0.907, and ``auto`` is 7 % faster on average (``auto_latency_margin.json``).
+- But where every question needs two passages, a nearest passage that stands out is only the
+  first of them: at 0.14, HotpotQA's 40 sample questions lose recall@2 0.775 → 0.725 (10 sent
+  to vector) and MultiHop-RAG's 172 recall@4 0.742 → 0.710 (57 sent); cross-validation there
+  picks "never". The threshold that pays depends on the corpus, which a user cannot measure
+  without labelled questions, so ``margin`` is not the default.
+
 The trained head (``head``) could not tell from the question when vector suffices (5-fold CV:
-below ``ppr`` on 2WikiMultihopQA): the margin is read from the search, not the question.
+below ``ppr`` on 2WikiMultihopQA).
 """
 
 from __future__ import annotations
@@ -102,7 +106,8 @@ class QuestionProbes:
 
 class MarginPlanner:
     """F (``ppr``) unless vector search alone is decisive: B when the question names no document
-    title, orders no two events, and its nearest chunk stands out by ``margin`` over the fifth."""
+    title, orders no two events, and its nearest chunk stands out by ``margin`` over the fifth
+    (opt-in: it loses recall on corpora of two-passage questions, see the module docstring)."""
 
     name = "margin"
 
