@@ -13,12 +13,12 @@ every fixed method on the type-stratified subsets (``python -m benchmarks.answer
   auto takes the cross-validated plan (below ``planner_threshold`` → ``planner_fallback``) and
   the cached answer of the method it chose — the pipeline after planning is the same — plus the
   planner's own time (question embedding, cheap features, head) measured on the open index.
-- **auto** is what ``--method auto`` does with the default settings: the ``margin`` planner (ppr
-  unless vector's nearest chunk stands out; its threshold is cross-validated in
-  ``benchmarks.planner_margin``), its recall from the same labelled rows; the head's
-  cross-validated choice is the ``head`` column.
-- **Measured latency**: read from ``auto_latency.json`` (``python -m benchmarks.auto_latency`` under
-  ``heavy --timing``): vector, ppr and auto on every question in interleaved rounds, per-question
+- **auto** is what ``--method auto`` does with the default settings: the ``names`` planner (ppr
+  when the question names something, else vector; no parameters, so no cross-validation; the
+  opt-in ``margin`` planner is measured by ``benchmarks.planner_margin``), its recall from the
+  same labelled rows; the head's cross-validated choice is the ``head`` column.
+- **Measured latency**: read from ``auto_latency.json`` (``python -m benchmarks.auto_latency``):
+  vector, ppr and auto on every question in rounds of random order, per-question
   medians, their mean, and auto − ppr paired with its standard error.
 - **Evidence recall** of auto vs fixed methods on *all* labelled dev queries (retrieval judge),
   and their **mean retrieval latency**: each method costs its p50 in the data set's
