@@ -237,7 +237,7 @@ class PPRRetriever:
             walk = self.walk()
             named = walk.titles.find(question) if walk.titles else []
         if len(named) >= 2 and not names_a_relation(question):
-            result.chunks = self.compared(walk, named, question, top_k, result.timings_ms)
+            result.chunks = self.compared(named, question, top_k, result.timings_ms)
             return result
         chunks, entities = self.rank(question, top_k, result.timings_ms, named)
         parts = clauses(question)
@@ -277,7 +277,7 @@ class PPRRetriever:
             lexical = walk.lexical.scores(question) if walk.lexical is not None and not titled else None
             return self.fuse(walk, rank, query, dense, top_k, lexical), entities
 
-    def compared(self, walk: WalkGraph, named: list[int], question: str, top_k: int,
+    def compared(self, named: list[int], question: str, top_k: int,
                  timings: dict[str, float]) -> list[RetrievedChunk]:
         """The documents a comparison names ("Which film came out first, X or Y?") by their first
         chunks, best cosine first, then the nearest chunks: the walk from them would rank them
@@ -291,11 +291,15 @@ class PPRRetriever:
             vectors = view.store.walk.chunk_vectors(named)
             first = {c: float(v.astype(np.float32) @ query) + FUSION for c, v in vectors.items()}
             dense = {int(k): float(s) for k, s in zip(keys, sims) if int(k) not in first}
-            scored = sorted(((s, c) for c, s in (first | dense).items()), reverse=True)
-            records = view.store.chunks([c for _, c in scored])
-            found = [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
-                     for s, c in scored if c in records]
-        return documents_first(found)[:top_k]
+            ranked = self.ranked(first | dense)
+        return documents_first(ranked)[:top_k]
+
+    def ranked(self, scores: dict[int, float]) -> list[RetrievedChunk]:
+        """Chunks by score, best first (a chunk deleted since is left out)."""
+        scored = sorted(((s, c) for c, s in scores.items()), reverse=True)
+        records = self.graph.view.store.chunks([c for _, c in scored])
+        return [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
+                for s, c in scored if c in records]
 
     def seed_entities(self, walk: WalkGraph, named: list[int], vectors: np.ndarray) -> dict[int, float]:
         """Entity id → seed weight: match confidence × specificity (see module docstring), for the
@@ -323,10 +327,7 @@ class PPRRetriever:
         cosine = dict(dense)
         vectors = self.graph.view.store.walk.chunk_vectors([c for c in candidates if c not in cosine])
         cosine.update((c, float(v.astype(np.float32) @ query)) for c, v in vectors.items())
-        scored = sorted(((cosine.get(c, 0.0) + g, c) for c, g in candidates.items()), reverse=True)
-        records = self.graph.view.store.chunks([c for _, c in scored])
-        found = [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
-                 for s, c in scored if c in records]
+        found = self.ranked({c: cosine.get(c, 0.0) + g for c, g in candidates.items()})
         return documents_first(found)[:top_k]
 
 
