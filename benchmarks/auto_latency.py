@@ -2,19 +2,19 @@
 
     python -m benchmarks.auto_latency [--datasets lihua,2wiki] [--repeats 3] [--planner margin]
 
-One process, one open index per data set, every cache warm (models, the walk's
-matrix, SQLite pages: one untimed pass of every method first). Then, for each question,
-``--repeats`` rounds of vector, ppr and auto in a random order (seeded), so that drift in the
-machine's load falls on all alike and no method always follows the same one (a method run right
-after ``ppr`` on the same question finds its pages warm: in a fixed rotation that alone made
-``auto`` 2 ms faster than ``ppr`` on 2WikiMultihopQA, where it always runs ``ppr``). Before every
-call what recent questions left behind is forgotten (``EdgeRAG.forget``: their embeddings, terms
-and the last vector search), so each call pays for everything it needs and no method is served
-by another's work. Per question the median of the rounds counts; the table gives the mean over
-questions, as wall time and as the process's CPU time (other jobs on shared cores disturb CPU
-time far less), and the paired difference auto − ppr with its standard error. ``--planner``
-picks auto's planner (default: the settings' default). Writes ``auto_latency.json``, or
-``auto_latency_PLANNER.json`` for another planner.
+One process, one open index per data set, every cache warm (models, the walk's matrix, SQLite
+pages: one untimed pass of every method first). Then, for each question, ``--repeats`` rounds of
+vector, ppr and auto in a random order (seeded), so that drift in the machine's load falls on
+all alike and no method always follows the same one (a method run right after ``ppr`` on the
+same question finds its pages warm: in a fixed rotation that alone made ``auto`` 2 ms faster
+than ``ppr`` on 2WikiMultihopQA, where it always runs ``ppr``). Before every call what recent
+questions left behind is forgotten (``EdgeRAG.forget``: their embeddings, terms and the last
+vector search), so each call pays for everything it needs and no method is served by another's
+work. Per question the median of the rounds counts; the table gives the mean over questions, as
+wall time and as the process's CPU time (other jobs on shared cores disturb CPU time far less),
+and the paired difference auto − ppr with its standard error. ``--planner`` picks auto's planner
+(default: the settings' default). Writes ``auto_latency.json``, or ``auto_latency_PLANNER.json``
+for another planner.
 """
 
 from __future__ import annotations

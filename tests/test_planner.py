@@ -96,7 +96,7 @@ def test_without_an_exported_head_auto_falls_back_to_rules(lihua_index: Path) ->
     assert found.chunks
 
 
-def test_auto_walks_unless_the_nearest_chunk_stands_out(lihua_index: Path) -> None:
+def test_the_margin_planner_walks_unless_the_nearest_chunk_stands_out(lihua_index: Path) -> None:
     two_events = "Did Li Hua check in with Adam before Adam asked about the moving date?"
     with EdgeRAG.open(lihua_index, create=False, planner="margin") as rag:
         found = rag.retrieve(QUESTION, method="auto")
