@@ -7,19 +7,19 @@ The estimate adds up, in MiB:
 - ``embedder``: its ONNX file plus the session's working memory (measured: +55 MiB for the 22 MiB
   int8 MiniLM after the first query);
 - ``slm``: every file of the SLM folder (weights are memory-mapped or copied; counting them whole
-  keeps the estimate on the safe side), plus per window token the KV cache (2 · layers · KV heads ·
-  head size · 4 bytes, 1 for an int8 cache) and the activation arena, fitted to peak RSS measured
-  at 300- and 1,000-token prompts (SmolLM2-135M: 403 → 529 MiB; Qwen2.5-0.5B: 943 → 1,031 MiB). A GQA graph
-  (manifest ``graph = "gqa"``) allocates its KV buffers for the whole window (only the pages a
-  prompt reaches are touched) and has no [heads, window, total] score tensors of the unfused
-  graph. Since issue 15 the session gives back the file pages of the weights onnxruntime repacks
-  (``models/pages.py``), runs without a memory arena and trims the heap after each prefill, and
-  the exporter writes a 4-bit LM head in the compact fp32-compute layout: Qwen2.5-0.5B 4-bit
-  with blocks of 64 (355 MiB folder) answers in 577-610 MiB (763-773 before), SmolLM2-135M
-  4-bit/8-bit-embedding (101 MiB) on the Pi Zero profile in 313 MiB. Fitted to those five
-  ``benchmarks.memory`` runs (0.9 left the Pi 4 profile at exactly 1.00x its peak):
-  the folder times ``GQA_WEIGHTS_FACTOR`` (the repacked weights, the tokenizer and the session)
-  plus, per window token, the KV bytes and ``GQA_ARENA_MB_PER_TOKEN``;
+  keeps the estimate on the safe side), plus per window token the KV cache (2 · layers · KV heads
+  · head size · 4 bytes, 1 for an int8 cache) and the activation arena, fitted to peak RSS
+  measured at 300- and 1,000-token prompts (SmolLM2-135M: 403 → 529 MiB; Qwen2.5-0.5B: 943 → 1,031
+  MiB). A GQA graph (manifest ``graph = "gqa"``) allocates its KV buffers for the whole window
+  (only the pages a prompt reaches are touched) and has no [heads, window, total] score tensors of
+  the unfused graph. Since issue 15 the session gives back the file pages of the weights
+  onnxruntime repacks (``models/pages.py``), runs without a memory arena and trims the heap after
+  each prefill, and the exporter writes a 4-bit LM head in the compact fp32-compute layout:
+  Qwen2.5-0.5B 4-bit with blocks of 64 (355 MiB folder) answers in 577-610 MiB (763-773 before),
+  SmolLM2-135M 4-bit/8-bit-embedding (101 MiB) on the Pi Zero profile in 313 MiB. Fitted to those
+  five ``benchmarks.memory`` runs (0.9 left the Pi 4 profile at exactly 1.00x its peak): the
+  folder times ``GQA_WEIGHTS_FACTOR`` (the repacked weights, the tokenizer and the session) plus,
+  per window token, the KV bytes and ``GQA_ARENA_MB_PER_TOKEN``;
 - ``index``: the SQLite page cache and memory map (at most the database file) plus the USearch
   files, which queries map and touch, and the codes of every kind searched exactly (no file:
   fewer than ``vector_file_min`` vectors), which are read into memory. The graph retrievers'
