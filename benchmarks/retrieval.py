@@ -1,4 +1,5 @@
-"""Evidence recall and latency of every retrieval method (VR, LR, DR, TR, ppr, and the no-weights ablation).
+"""Evidence recall and latency of every retrieval method (VR, LR, DR, TR, ppr, titles, auto with the
+default planner, and the no-weights ablation).
 
     python -m benchmarks.retrieval                      # LiHua-World dev queries, fast-extractor graph
     python -m benchmarks.retrieval --dataset 2wiki      # 2WikiMultihopQA dev questions
@@ -28,7 +29,7 @@ from edge_rag import EdgeRAG
 from .common import markdown_table, peak_rss_mb, percentiles, write_result
 from .datasets import DATASETS, open_index
 
-METHODS = ("vector", "local", "dual", "topology", "ppr")
+METHODS = ("vector", "local", "dual", "topology", "ppr", "titles", "auto")
 ABLATED = ("local", "dual", "topology", "ppr")
 
 

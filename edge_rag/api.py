@@ -24,7 +24,7 @@ from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, QuestionProbes, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
 from .retrieve.clauses import clauses
-from .retrieve.ppr import DENSE_K, forget_terms, names_a_seed, names_a_title
+from .retrieve.ppr import DENSE_K, compares_titles, forget_terms, names_a_seed, names_a_title
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 from .store.schema import VECTOR_KINDS
 
@@ -198,6 +198,7 @@ class EdgeRAG:
         if self._planner is None:
             probes = QuestionProbes(
                 named=lambda q: names_a_seed(q, self.walk_graph),
+                compares=lambda q: compares_titles(q, self.walk_graph),
                 titled=lambda q: names_a_title(q, self.walk_graph),
                 two_events=lambda q: bool(clauses(q)),
                 nearest=lambda q: self._vectors().search(self.embedder.embed_one(q), DENSE_K)[1])

@@ -15,7 +15,7 @@ VECTOR_DTYPES = ("f32", "f16", "i8")
 EXTRACTORS = ("fast", "slm", "none")
 PLANNERS = ("names", "margin", "head", "slm", "rules")
 ANSWER_STAGES = ("focused", "plain")
-FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr")
+FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr", "titles")
 PROFILE_DIR_ENV = "EDGE_RAG_PROFILES"
 HOME_ENV = "EDGE_RAG_HOME"
 

@@ -218,17 +218,25 @@ def test_titled_passages_link_to_the_passages_they_name(rag: EdgeRAG) -> None:
         assert margin.retrieve(question, "auto").plan.label == "F"  # a named title always walks
 
 
-def test_a_comparison_of_named_documents_needs_no_walk(rag: EdgeRAG) -> None:
+def test_a_comparison_of_named_documents_goes_to_the_named_documents_without_a_walk(rag: EdgeRAG) -> None:
     for title, text in {"Pearl Lust": "Pearl Lust\nPearl Lust is a 1936 film directed by Vera Smith.",
                         "Vera Smith": "Vera Smith\nVera Smith was a director born in 1890.",
                         "Harbour Lights": "Harbour Lights\nHarbour Lights is a 1932 film.",
                         "Ships": "Ships\nA harbour is where ships dock."}.items():
         rag.insert_text(text, source=title, metadata={"title": title})
-    compared = rag.retrieve("Which film came out first, Pearl Lust or Harbour Lights?", "ppr", top_k=3)
+    question = "Which film came out first, Pearl Lust or Harbour Lights?"
+    compared = rag.retrieve(question, "auto", top_k=3)
+    assert (compared.plan.label, compared.method) == ("G", "titles")
     assert {c.source for c in compared.chunks[:2]} == {"Pearl Lust", "Harbour Lights"}
     assert "walk" not in compared.timings_ms and len({c.doc_id for c in compared.chunks}) == 3
-    bridged = rag.retrieve("Which film has the director born first, Pearl Lust or Harbour Lights?", "ppr")
-    assert "walk" in bridged.timings_ms  # "the director": the answer is in another passage
+    assert "walk" in rag.retrieve(question, "ppr").timings_ms  # ppr alone always walks
+    bridged = rag.retrieve("Which film has the director born first, Pearl Lust or Harbour Lights?", "auto")
+    assert bridged.method == "ppr" and "walk" in bridged.timings_ms  # the answer is in another passage
+    with EdgeRAG.open(rag.directory, create=False, planner="margin") as margin:
+        assert margin.retrieve(question, "auto").method == "titles"
+    untitled = rag.retrieve("Where do ships dock?", "titles", top_k=2)
+    vector = rag.retrieve("Where do ships dock?", "vector", top_k=2)
+    assert [c.chunk_id for c in untitled.chunks] == [c.chunk_id for c in vector.chunks]  # no title: vector
 
 
 def test_untitled_documents_add_no_title_links(lihua_index) -> None:

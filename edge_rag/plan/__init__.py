@@ -1,14 +1,21 @@
-"""Adaptive retrieval planning (§3.3): choose A–F per query by named seeds, vector's margin, a
+"""Adaptive retrieval planning (§3.3): choose A–G per query by named seeds, vector's margin, a
 trained head, the SLM or rules.
 
 A–E are the paper's labels (none, vector, local, dual, topology); F, the ``ppr`` random walk, is
 beyond it and comes last, so that a tie between methods still goes to the paper's simpler one.
+G, ``titles`` (``retrieve/named.py``), is a route of the ``names`` and ``margin`` planners only
+(the head and the SLM choose among A–F): a question that compares documents it names by title
+("Which film came out first, X or Y?", ``ppr.compares_titles``) gets those documents and the
+nearest chunks, without the walk.
 
-The default planner, ``names`` (beyond the paper): F when the question names anything the walk
-can start from (a name, date, time, quantity, quoted title or document title, see
-``ppr.names_a_seed``), else B. On LiHua-World dev 14 of 228 questions name nothing; one of them
-lost to vector what ``ppr``'s BM25 words found (recall@5 0.902 against 0.907), for a saving
-within noise. On 2WikiMultihopQA every question names something: ``auto`` is ``ppr``.
+The default planner, ``names`` (beyond the paper): G for such a comparison; else F when the
+question names anything the walk can start from (a name, date, time, quantity, quoted title or
+document title, see ``ppr.names_a_seed``); else B. On 2WikiMultihopQA dev 94 of 400 questions
+go to G and the rest to F: recall@5 0.871 and recall@2 0.744 against ``ppr``'s 0.869 and 0.743,
+mean latency 11 % lower (``auto_latency.json``: −2.95 ± 0.52 ms a question, paired). On
+LiHua-World dev (no titles) 14 of 228 questions name nothing; one of them lost to vector what
+``ppr``'s walk from the nearest chunks found (recall@5 0.902 against 0.907), for a saving
+within noise (−0.65 ± 0.42 ms).
 
 ``margin`` (opt-in, beyond the paper) decides after a look at the question's nearest chunks —
 the search ``ppr`` makes first anyway (``VectorIndex.search`` remembers it, so neither route
@@ -53,9 +60,10 @@ if TYPE_CHECKING:
     from ..models.embedder import Embedder
     from ..models.slm import SLM
 
-LABELS = ("A", "B", "C", "D", "E", "F")
+LABELS = ("A", "B", "C", "D", "E", "F")  # the trained head's and the SLM's choices
 NONE_MIN = 0.8
 METHOD_OF_LABEL = {"A": "none", "B": "vector", "C": "local", "D": "dual", "E": "topology", "F": "ppr"}
+METHOD_OF_ROUTE = {**METHOD_OF_LABEL, "G": "titles"}  # and what the names and margin planners pick
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,7 @@ class Plan:
 
 
 class Planner(Protocol):
-    """Chooses a label A–F for a question."""
+    """Chooses a label A–G for a question (the head and the SLM: A–F)."""
 
     name: str
 
@@ -99,15 +107,17 @@ class QuestionProbes:
     ``retrieve``: the index passes these in)."""
 
     named: Callable[[str], bool] = lambda question: True  # ``ppr.names_a_seed``
+    compares: Callable[[str], bool] = lambda question: False  # ``ppr.compares_titles``
     titled: Callable[[str], bool] = lambda question: False  # ``ppr.names_a_title``
     two_events: Callable[[str], bool] = lambda question: False  # ``clauses.clauses`` splits it
     nearest: Callable[[str], np.ndarray] = lambda question: np.zeros(0, np.float32)  # cosines, best first
 
 
 class MarginPlanner:
-    """F (``ppr``) unless vector search alone is decisive: B when the question names no document
-    title, orders no two events, and its nearest chunk stands out by ``margin`` over the fifth
-    (opt-in: it loses recall on corpora of two-passage questions, see the module docstring)."""
+    """G (``titles``) for a comparison of titled documents; else F (``ppr``) unless vector search
+    alone is decisive: B when the question names no document title, orders no two events, and
+    its nearest chunk stands out by ``margin`` over the fifth (opt-in: it loses recall on
+    corpora of two-passage questions, see the module docstring)."""
 
     name = "margin"
 
@@ -116,6 +126,8 @@ class MarginPlanner:
 
     def choose(self, question: str) -> tuple[str, dict[str, float]]:
         """One label, no probabilities."""
+        if self.probes.compares(question):
+            return "G", {}
         if self.probes.titled(question) or self.probes.two_events(question):
             return "F", {}
         return ("B" if vector_margin(self.probes.nearest(question)) >= self.margin else "F"), {}
@@ -128,16 +140,19 @@ def vector_margin(cosines: np.ndarray, depth: int = 5) -> float:
 
 
 class NamesPlanner:
-    """F (``ppr``) when the question names something the walk can start from, else B (vector)."""
+    """G (``titles``) when the question compares documents it names by title, F (``ppr``) when
+    it names something else the walk can start from, else B (vector)."""
 
     name = "names"
 
-    def __init__(self, named: Callable[[str], bool]) -> None:
-        self.named = named  # ``ppr.names_a_seed`` on the open index (plan does not import retrieve)
+    def __init__(self, probes: QuestionProbes) -> None:
+        self.probes = probes  # on the open index: ``plan`` does not import ``retrieve``
 
     def choose(self, question: str) -> tuple[str, dict[str, float]]:
         """One label, no probabilities."""
-        return ("F" if self.named(question) else "B"), {}
+        if self.probes.compares(question):
+            return "G", {}
+        return ("F" if self.probes.named(question) else "B"), {}
 
 
 class HeadPlanner:
@@ -191,7 +206,7 @@ def make_planner(settings: Settings, embedder: Callable[[], Embedder], slm: Call
     if settings.planner == "margin":
         return MarginPlanner(probes, settings.planner_margin)
     if settings.planner == "names":
-        return NamesPlanner(probes.named)
+        return NamesPlanner(probes)
     if settings.planner == "slm":
         return SLMPlanner(slm())
     if settings.planner == "rules":
@@ -214,9 +229,9 @@ def run_planner(planner: Planner, question: str, threshold: float, fallback: str
     latency = (time.perf_counter() - start) * 1000
     if probabilities and probabilities[label] < threshold:
         return Plan(label, fallback, planner.name, probabilities, latency, fallback=True)
-    return Plan(label, METHOD_OF_LABEL[label], planner.name, probabilities, latency)
+    return Plan(label, METHOD_OF_ROUTE[label], planner.name, probabilities, latency)
 
 
-__all__ = ["LABELS", "METHOD_OF_LABEL", "NONE_MIN", "PLANNERS", "HeadPlanner", "MarginPlanner",
-           "NamesPlanner", "Plan", "Planner", "PlannerHead", "QuestionProbes", "RulePlanner", "SLMPlanner",
-           "head_label", "make_planner", "plan_features", "run_planner", "vector_margin"]
+__all__ = ["LABELS", "METHOD_OF_LABEL", "METHOD_OF_ROUTE", "NONE_MIN", "PLANNERS", "HeadPlanner",
+           "MarginPlanner", "NamesPlanner", "Plan", "Planner", "PlannerHead", "QuestionProbes", "RulePlanner",
+           "SLMPlanner", "head_label", "make_planner", "plan_features", "run_planner", "vector_margin"]

@@ -1,5 +1,6 @@
-"""The retriever set of §3.2 (eq. 6), created by name: none, vector, local, dual, topology, and
-ppr (personalized PageRank over the same graph, beyond the paper: see ``ppr.py``)."""
+"""The retriever set of §3.2 (eq. 6), created by name: none, vector, local, dual, topology, and,
+beyond the paper, ppr (personalized PageRank over the same graph, ``ppr.py``) and titles (the
+documents a question names by title, ``named.py``)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,20 @@ from .base import IndexView, Retriever
 from .dual import DualRetriever
 from .graph_reader import GraphReader
 from .local import LocalRetriever
+from .named import TitlesRetriever
 from .ppr import PPRRetriever, WalkGraph
 from .topology import TopologyRetriever
 from .types import Retrieval, RetrievedChunk
 from .vector import NoRetriever, VectorRetriever
 
 RETRIEVERS: dict[str, type] = {"none": NoRetriever, "vector": VectorRetriever, "local": LocalRetriever,
-                               "dual": DualRetriever, "topology": TopologyRetriever, "ppr": PPRRetriever}
+                               "dual": DualRetriever, "topology": TopologyRetriever, "ppr": PPRRetriever,
+                               "titles": TitlesRetriever}
 GRAPH_METHODS = ("local", "dual", "topology", "ppr")
 # Bumped when a change of code (not of settings) changes what the graph methods return.
-RETRIEVAL_VERSION = "6"
+RETRIEVAL_VERSION = "7"
 ALIASES = {"vr": "vector", "naive": "vector", "lr": "local", "dr": "dual", "tr": "topology",
-           "pagerank": "ppr"}
+           "pagerank": "ppr", "named": "titles"}
 
 
 def make_retriever(method: str, view: IndexView) -> Retriever:

@@ -34,15 +34,8 @@ HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached rec
   (``TITLE_LINK`` 1, 5, 20, 100, 300, 1000 and shares 0.5, 0.8, 0.95 compared on both halves;
   capitalised mentions only: +0.024 / +0.013 R@5 on the halves). Untitled corpora
   (LiHua-World) are unchanged.
-- Comparisons: a question that names two or more documents by title and no relation noun
-  (``lexicon.RELATION_NOUNS``: "director", "father", "whose", ...) asks about those documents
-  ("Which film came out first, X or Y?", "Are X and Y from the same country?"), so their first
-  chunks come first, by cosine, then the nearest chunks, and the walk is skipped: it would rank
-  them first as well, and the bridge passages it adds are not asked for. One run, interleaved
-  (``ppr_compare_side_by_side.json``): 94 of 400 2WikiMultihopQA dev questions, recall@2
-  0.743 → 0.744 and recall@5 0.869 → 0.871, mean latency 27.3 → 23.6 ms; HotpotQA's sample
-  (not looked at when writing the rule) 8 of 40, recall unchanged, 21.0 → 17.4 ms. A relation
-  noun keeps the walk: "Which film has the director born first, X or Y?" needs both directors.
+- Comparisons ("Which film came out first, X or Y?") need no walk: the planner sends them to
+  ``titles`` (``named.py``), and ``ppr`` itself always walks.
 - Words (``lexical.py``): BM25 over the chunks' words adds ``LEXICAL`` · bm25 / max bm25 to
   each candidate's score, and its best chunks join the candidates. A chunk's vector averages a
   whole conversation, so one line's rare words ("music festival", "air-conditioner") weigh
@@ -230,16 +223,9 @@ class PPRRetriever:
 
     def retrieve(self, question: str, top_k: int) -> Retrieval:
         """Seeds, the walk, then the best chunks by walk probability and cosine; a question of
-        two events (``clauses.py``) also ranks each event's clause and interleaves them; one that
-        compares documents it names by title needs no walk (``compared``)."""
+        two events (``clauses.py``) also ranks each event's clause and interleaves them."""
         result = Retrieval(question, self.name)
-        with timed(result.timings_ms, "titles"):
-            walk = self.walk()
-            named = walk.titles.find(question) if walk.titles else []
-        if len(named) >= 2 and not names_a_relation(question):
-            result.chunks = self.compared(named, question, top_k, result.timings_ms)
-            return result
-        chunks, entities = self.rank(question, top_k, result.timings_ms, named)
+        chunks, entities = self.rank(question, top_k, result.timings_ms)
         parts = clauses(question)
         if parts:
             ranked = [self.rank(part, top_k, result.timings_ms)[0] for part in parts]
@@ -250,11 +236,10 @@ class PPRRetriever:
                            for e, s in sorted(entities.items(), key=lambda kv: -kv[1]) if e in names]
         return result
 
-    def rank(self, question: str, top_k: int, timings: dict[str, float],
-             titled: list[int] | None = None) -> tuple[list[RetrievedChunk], dict[int, float]]:
+    def rank(self, question: str, top_k: int,
+             timings: dict[str, float]) -> tuple[list[RetrievedChunk], dict[int, float]]:
         """One text's ranked chunks (best chunk of each document first) and its entity seeds;
-        stage times add up in ``timings``; ``titled``: the first chunks of the documents the
-        text names by title, when already found."""
+        stage times add up in ``timings``."""
         view = self.graph.view
         with timed(timings, "keywords"):
             terms, grams = query_terms(question)
@@ -270,36 +255,11 @@ class PPRRetriever:
             keys, sims = view.chunk_vectors.search(query, DENSE_K)
             dense = {int(k): float(s) for k, s in zip(keys, sims)}
         with timed(timings, "walk"):
-            if titled is None:
-                titled = walk.titles.find(question) if walk.titles else []
+            titled = walk.titles.find(question) if walk.titles else []
             rank = walk.pagerank(restart(walk, entities, dense, titled))
         with timed(timings, "chunks"):
             lexical = walk.lexical.scores(question) if walk.lexical is not None and not titled else None
             return self.fuse(walk, rank, query, dense, top_k, lexical), entities
-
-    def compared(self, named: list[int], question: str, top_k: int,
-                 timings: dict[str, float]) -> list[RetrievedChunk]:
-        """The documents a comparison names ("Which film came out first, X or Y?") by their first
-        chunks, best cosine first, then the nearest chunks: the walk from them would rank them
-        first too (``TITLE_SEED_SHARE``), and the bridge passages it adds are not asked for."""
-        view = self.graph.view
-        with timed(timings, "embed"):
-            query = view.embedder.embed_one(question)
-        with timed(timings, "search"):
-            keys, sims = view.chunk_vectors.search(query, DENSE_K)
-        with timed(timings, "chunks"):
-            vectors = view.store.walk.chunk_vectors(named)
-            first = {c: float(v.astype(np.float32) @ query) + FUSION for c, v in vectors.items()}
-            dense = {int(k): float(s) for k, s in zip(keys, sims) if int(k) not in first}
-            ranked = self.ranked(first | dense)
-        return documents_first(ranked)[:top_k]
-
-    def ranked(self, scores: dict[int, float]) -> list[RetrievedChunk]:
-        """Chunks by score, best first (a chunk deleted since is left out)."""
-        scored = sorted(((s, c) for c, s in scores.items()), reverse=True)
-        records = self.graph.view.store.chunks([c for _, c in scored])
-        return [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
-                for s, c in scored if c in records]
 
     def seed_entities(self, walk: WalkGraph, named: list[int], vectors: np.ndarray) -> dict[int, float]:
         """Entity id → seed weight: match confidence × specificity (see module docstring), for the
@@ -327,7 +287,7 @@ class PPRRetriever:
         cosine = dict(dense)
         vectors = self.graph.view.store.walk.chunk_vectors([c for c in candidates if c not in cosine])
         cosine.update((c, float(v.astype(np.float32) @ query)) for c, v in vectors.items())
-        found = self.ranked({c: cosine.get(c, 0.0) + g for c, g in candidates.items()})
+        found = ranked(self.graph.view.store, {c: cosine.get(c, 0.0) + g for c, g in candidates.items()})
         return documents_first(found)[:top_k]
 
 
@@ -366,6 +326,21 @@ def names_a_title(question: str, walk: Callable[[], WalkGraph]) -> bool:
     then steps from that document along its title links. ``auto``'s ``margin`` planner."""
     titles = walk().titles
     return titles is not None and bool(titles.find(question))
+
+
+def compares_titles(question: str, walk: Callable[[], WalkGraph]) -> bool:
+    """Whether the question compares documents it names by title: two or more titles and no
+    relation noun (``lexicon.RELATION_NOUNS``). ``auto``'s route to ``titles`` (``named.py``)."""
+    titles = walk().titles
+    return titles is not None and len(titles.find(question)) >= 2 and not names_a_relation(question)
+
+
+def ranked(store: GraphStore, scores: dict[int, float]) -> list[RetrievedChunk]:
+    """Chunks by score, best first (a chunk deleted since is left out)."""
+    scored = sorted(((s, c) for c, s in scores.items()), reverse=True)
+    records = store.chunks([c for _, c in scored])
+    return [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
+            for s, c in scored if c in records]
 
 
 def iso_dates(question: str) -> list[str]:

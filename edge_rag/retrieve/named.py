@@ -1,0 +1,55 @@
+"""Named documents (``titles``, beyond the paper): the documents a question names by title first.
+
+A question that compares documents it names by title — "Which film came out first, X or Y?",
+"Are X and Y from the same country?" — asks about those documents, not about what they link
+to. So ``titles`` gives their first chunks, best cosine first, then the nearest chunks to the
+question, one chunk per document first (``ppr.documents_first``). No seeds, no walk, no BM25:
+``ppr`` would rank the named documents first as well (``TITLE_SEED_SHARE``), and the bridge
+passages its walk adds are not asked for. Where the question names no title (or the corpus has
+none) it is vector search with one chunk per document first (LiHua-World dev recall@5 0.805
+against vector's 0.795; 2WikiMultihopQA, all 400 questions: 0.691 against 0.646, p50 10.6 ms).
+
+``auto`` routes a question here (label G, ``plan``) when it names two or more titles and no
+relation noun (``ppr.compares_titles``): a relation noun keeps the walk, since "Which film has
+the director born first, X or Y?" needs both directors' passages. Measured as ``ppr``'s
+shortcut, interleaved per question (``ppr_compare_side_by_side.json``): 94 of 400
+2WikiMultihopQA dev questions, recall@2 0.743 → 0.744 and recall@5 0.869 → 0.871, mean latency
+27.3 → 23.6 ms; HotpotQA's 40-question sample (not looked at when writing the rule) 8 routed,
+recall unchanged, 21.0 → 17.4 ms. On those 94 questions vector search alone reaches recall@2
+0.761 against 0.995.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import IndexView, timed
+from .ppr import DENSE_K, documents_first, ranked
+from .types import Retrieval
+
+
+class TitlesRetriever:
+    """The documents the question names by title, best cosine first, then the nearest chunks."""
+
+    name = "titles"
+
+    def __init__(self, view: IndexView) -> None:
+        self.view = view
+
+    def retrieve(self, question: str, top_k: int) -> Retrieval:
+        """The named documents' first chunks, then the nearest chunks (one per document first)."""
+        result, view = Retrieval(question, self.name), self.view
+        with timed(result.timings_ms, "titles"):
+            titles = view.walk().titles if view.walk is not None else None
+            named = titles.find(question) if titles is not None else []
+        with timed(result.timings_ms, "embed"):
+            query = view.embedder.embed_one(question)
+        with timed(result.timings_ms, "search"):
+            keys, sims = view.chunk_vectors.search(query, DENSE_K)
+        with timed(result.timings_ms, "chunks"):
+            vectors = view.store.walk.chunk_vectors(named)
+            first = {c: float(v.astype(np.float32) @ query) for c, v in vectors.items()}
+            nearest = {int(k): float(s) for k, s in zip(keys, sims) if int(k) not in first}
+            chunks = ranked(view.store, first) + ranked(view.store, nearest)
+        result.chunks = documents_first(chunks)[:top_k]
+        return result
