@@ -99,7 +99,7 @@ def test_stats_counts_and_files(rag):
 
 
 def test_unknown_method_is_a_clear_error(rag):
-    with pytest.raises(UnknownMethod, match="available: dual, local, none, ppr, topology, vector"):
+    with pytest.raises(UnknownMethod, match="available: dual, local, none, ppr, titles, topology, vector"):
         rag.retrieve("anything", method="psychic")
 
 
