@@ -41,7 +41,7 @@ from edge_rag_export.planner import cross_validate, feature_matrix, read_labels,
 
 from edge_rag import EdgeRAG, Settings
 from edge_rag.models import Embedder, ModelFolder
-from edge_rag.plan import LABELS, METHOD_OF_LABEL, NamesPlanner, head_label
+from edge_rag.plan import LABELS, METHOD_OF_LABEL, NamesPlanner, QuestionProbes, head_label
 from edge_rag.plan.rules import rule_label
 from edge_rag.retrieve.ppr import query_terms
 
@@ -116,7 +116,7 @@ def _default_plans(rows: list[dict]) -> list[tuple[str, str]]:
             opened.append(EdgeRAG.open(index, create=False, progress=False))
             planners[name] = lambda q, rag=opened[-1]: rag.plan(q).label
         else:
-            by_terms = NamesPlanner(lambda t: bool(query_terms(t)[0]))
+            by_terms = NamesPlanner(QuestionProbes(named=lambda t: bool(query_terms(t)[0])))
             planners[name] = lambda q, planner=by_terms: planner.choose(q)[0]
     try:
         labels = [planners[r["dataset"]](r["question"]) for r in rows]
