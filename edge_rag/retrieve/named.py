@@ -7,7 +7,8 @@ question, one chunk per document first (``ppr.documents_first``). No seeds, no w
 ``ppr`` would rank the named documents first as well (``TITLE_SEED_SHARE``), and the bridge
 passages its walk adds are not asked for. Where the question names no title (or the corpus has
 none) it is vector search with one chunk per document first (LiHua-World dev recall@5 0.805
-against vector's 0.795; 2WikiMultihopQA, all 400 questions: 0.691 against 0.646, p50 10.6 ms).
+against vector's 0.795; 2WikiMultihopQA, all 400 questions: 0.691 against 0.646, p50 9.9 ms
+against 8.1 ms).
 
 ``auto`` routes a question here (label G, ``plan``) when it names two or more titles and no
 relation noun (``ppr.compares_titles``): a relation noun keeps the walk, since "Which film has
