@@ -103,13 +103,13 @@ def test_the_margin_planner_walks_unless_the_nearest_chunk_stands_out(lihua_inde
         cosines = rag.retrieve(QUESTION, method="vector", top_k=5).chunks
         margin = cosines[0].score - cosines[4].score
     assert found.plan.planner == "margin" and rag.settings.planner_margin == 0.14
-    assert found.method == ("vector" if margin >= 0.14 else "ppr")
+    assert found.method == ("titles" if margin >= 0.14 else "ppr")
     with EdgeRAG.open(lihua_index, create=False, planner="margin", planner_margin=0.0) as rag:
         near = rag.retrieve(QUESTION, method="auto")
-        vector = rag.retrieve(QUESTION, method="vector")
+        nearest = rag.retrieve(QUESTION, method="titles")
         ordered = rag.retrieve(two_events, method="auto")
-    assert (near.plan.label, near.method) == ("B", "vector")
-    assert [c.chunk_id for c in near.chunks] == [c.chunk_id for c in vector.chunks]
+    assert (near.plan.label, near.method) == ("G", "titles")
+    assert [c.chunk_id for c in near.chunks] == [c.chunk_id for c in nearest.chunks]
     assert (ordered.plan.label, ordered.method) == ("F", "ppr")  # two events: always the walk
     with EdgeRAG.open(lihua_index, create=False, planner="margin", planner_margin=1.0) as rag:
         assert rag.retrieve(QUESTION, method="auto").method == "ppr"

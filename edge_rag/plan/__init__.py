@@ -19,18 +19,22 @@ within noise (−0.65 ± 0.42 ms).
 
 ``margin`` (opt-in, beyond the paper) decides after a look at the question's nearest chunks —
 the search ``ppr`` makes first anyway (``VectorIndex.search`` remembers it, so neither route
-searches twice): a question that contains a document's title walks (its bridge passage is
-reached by title links), so does one that orders or measures two events (``ppr`` ranks each
-clause, ``retrieve/clauses.py``); any other goes to vector when its nearest chunk stands out,
-cos(top 1) − cos(top 5) ≥ ``planner_margin``. ``benchmarks.planner_margin`` measures it:
+searches twice): a comparison of titled documents goes to G; any other question that contains
+a document's title walks (its bridge passage is reached by title links), so does one that
+orders or measures two events (``ppr`` ranks each clause, ``retrieve/clauses.py``); any other
+goes to G, the nearest documents, when its nearest chunk stands out, cos(top 1) − cos(top 5) ≥
+``planner_margin``. G rather than B: one chunk per document first finds more conversations
+(the 0.139-margin "Has Wolfgang ever been to Hong Kong?" loses recall@5 to vector, not to
+``titles``). ``benchmarks.planner_margin`` measures it:
 
 - LiHua-World dev (conversations, mostly one-conversation questions): 63 of 228 questions pass
   0.14 and none loses recall; the threshold picked by 5-fold cross-validation (the lowest at
-  which no training question loses) sends 68–74 to vector at recall@5 0.906 against ``ppr``'s
-  0.907, and ``auto`` is 7 % faster on average (``auto_latency_margin.json``).
+  which no training question loses at k 5 or 10) sends 68–74 to ``titles`` at recall@5 0.907,
+  ``ppr``'s (recall@10 0.922 against 0.923), and ``auto`` is 8 % faster (−1.42 ± 0.19 ms a
+  question, paired, ``auto_latency_margin.json``); on 2WikiMultihopQA it is ``names``.
 - But where every question needs two passages, a nearest passage that stands out is only the
-  first of them: at 0.14, HotpotQA's 40 sample questions lose recall@2 0.775 → 0.725 (10 sent
-  to vector) and MultiHop-RAG's 172 recall@4 0.742 → 0.710 (57 sent); cross-validation there
+  first of them: at 0.14, HotpotQA's 40 sample questions lose recall@2 0.775 → 0.725 (10 routed
+  by margin) and MultiHop-RAG's 172 recall@4 0.742 → 0.708 (57 routed); cross-validation there
   picks "never". The threshold that pays depends on the corpus, which a user cannot measure
   without labelled questions, so ``margin`` is not the default.
 
@@ -114,10 +118,10 @@ class QuestionProbes:
 
 
 class MarginPlanner:
-    """G (``titles``) for a comparison of titled documents; else F (``ppr``) unless vector search
-    alone is decisive: B when the question names no document title, orders no two events, and
-    its nearest chunk stands out by ``margin`` over the fifth (opt-in: it loses recall on
-    corpora of two-passage questions, see the module docstring)."""
+    """G (``titles``) for a comparison of titled documents, or where the nearest documents alone
+    are decisive: the question names no document title, orders no two events, and its nearest
+    chunk stands out by ``margin`` over the fifth; else F (``ppr``). Opt-in: it loses recall on
+    corpora of two-passage questions (module docstring)."""
 
     name = "margin"
 
@@ -130,7 +134,7 @@ class MarginPlanner:
             return "G", {}
         if self.probes.titled(question) or self.probes.two_events(question):
             return "F", {}
-        return ("B" if vector_margin(self.probes.nearest(question)) >= self.margin else "F"), {}
+        return ("G" if vector_margin(self.probes.nearest(question)) >= self.margin else "F"), {}
 
 
 def vector_margin(cosines: np.ndarray, depth: int = 5) -> float:
