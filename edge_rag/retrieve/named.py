@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import IndexView, timed
-from .ppr import DENSE_K, documents_first, ranked
+from .ppr import DENSE_K, documents_first, ranked, titled_chunks
 from .types import Retrieval
 
 
@@ -41,8 +41,7 @@ class TitlesRetriever:
         """The named documents' first chunks, then the nearest chunks (one per document first)."""
         result, view = Retrieval(question, self.name), self.view
         with timed(result.timings_ms, "titles"):
-            titles = view.walk().titles if view.walk is not None else None
-            named = titles.find(question) if titles is not None else []
+            named = titled_chunks(question, view.walk) if view.walk is not None else []
         with timed(result.timings_ms, "embed"):
             query = view.embedder.embed_one(question)
         with timed(result.timings_ms, "search"):

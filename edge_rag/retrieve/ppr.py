@@ -321,18 +321,23 @@ def names_a_seed(question: str, walk: Callable[[], WalkGraph]) -> bool:
     return bool(query_terms(question)[0]) or names_a_title(question, walk)
 
 
+def titled_chunks(question: str, walk: Callable[[], WalkGraph]) -> list[int]:
+    """The first chunks of the documents whose titles the question contains (``titles.py``;
+    none in an untitled corpus)."""
+    titles = walk().titles
+    return titles.find(question) if titles is not None else []
+
+
 def names_a_title(question: str, walk: Callable[[], WalkGraph]) -> bool:
     """Whether the question contains a document's title (only in titled corpora): the walk
     then steps from that document along its title links. ``auto``'s ``margin`` planner."""
-    titles = walk().titles
-    return titles is not None and bool(titles.find(question))
+    return bool(titled_chunks(question, walk))
 
 
 def compares_titles(question: str, walk: Callable[[], WalkGraph]) -> bool:
     """Whether the question compares documents it names by title: two or more titles and no
     relation noun (``lexicon.RELATION_NOUNS``). ``auto``'s route to ``titles`` (``named.py``)."""
-    titles = walk().titles
-    return titles is not None and len(titles.find(question)) >= 2 and not names_a_relation(question)
+    return len(titled_chunks(question, walk)) >= 2 and not names_a_relation(question)
 
 
 def ranked(store: GraphStore, scores: dict[int, float]) -> list[RetrievedChunk]:

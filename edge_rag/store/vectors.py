@@ -201,8 +201,8 @@ class VectorIndex:
         if len(self) == 0:
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32)
         last = self._last
-        reusable = last is not None and (k == last[1] or (self.exact is not None and k < last[1]))
-        if last is not None and reusable and np.array_equal(last[0], vector):
+        if (last is not None and (k == last[1] or (self.exact is not None and k < last[1]))
+                and np.array_equal(last[0], vector)):
             return last[2][:k].copy(), last[3][:k].copy()
         keys, sims = self._search(vector, k)
         self._last = (np.array(vector, copy=True), k, keys, sims)
