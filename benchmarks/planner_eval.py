@@ -14,9 +14,10 @@ every fixed method on the type-stratified subsets (``python -m benchmarks.answer
   the cached answer of the method it chose — the pipeline after planning is the same — plus the
   planner's own time (question embedding, cheap features, head) measured on the open index.
 - **auto** is what ``--method auto`` does with the default settings: the ``names`` planner (ppr
-  when the question names something, else vector; no parameters, so no cross-validation; the
-  opt-in ``margin`` planner is measured by ``benchmarks.planner_margin``), its recall from the
-  same labelled rows; the head's cross-validated choice is the ``head`` column.
+  when the question names something, else titles where its nearest chunk stands out by
+  ``planner_margin``, else ppr; that threshold is cross-validated by ``benchmarks.planner_margin``,
+  which also measures the opt-in ``margin`` planner), its recall from the same labelled rows;
+  the head's cross-validated choice is the ``head`` column.
 - **Measured latency**: read from ``auto_latency.json`` (``python -m benchmarks.auto_latency``):
   vector, ppr and auto on every question in rounds of random order, per-question
   medians, their mean, and auto − ppr paired with its standard error.

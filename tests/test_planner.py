@@ -120,14 +120,18 @@ def test_a_margin_outside_zero_to_one_is_refused(lihua_index: Path) -> None:
         EdgeRAG.open(lihua_index, create=False, planner_margin=1.5)
 
 
-def test_auto_walks_only_when_the_question_names_something(lihua_index: Path) -> None:
-    with EdgeRAG.open(lihua_index, create=False) as rag:
+def test_a_question_that_names_nothing_walks_unless_its_nearest_chunk_stands_out(lihua_index: Path) -> None:
+    nameless = "What time is the power outage in the neighborhood?"
+    with EdgeRAG.open(lihua_index, create=False, planner_margin=0.0) as rag:  # every margin passes
+        cheap = rag.retrieve(nameless, method="auto")
+        titles = rag.retrieve(nameless, method="titles")
+    with EdgeRAG.open(lihua_index, create=False, planner_margin=1.0) as rag:  # none passes
+        walked = rag.retrieve(nameless, method="auto")
         named = rag.retrieve(QUESTION, method="auto")
-        unnamed = rag.retrieve("What time is the power outage in the neighborhood?", method="auto")
-        vector = rag.retrieve("What time is the power outage in the neighborhood?", method="vector")
     assert named.plan.planner == "names" and (named.plan.label, named.method) == ("F", "ppr")
-    assert (unnamed.plan.label, unnamed.method) == ("B", "vector")
-    assert [c.chunk_id for c in unnamed.chunks] == [c.chunk_id for c in vector.chunks]
+    assert (cheap.plan.label, cheap.method) == ("G", "titles")
+    assert [c.chunk_id for c in cheap.chunks] == [c.chunk_id for c in titles.chunks]
+    assert (walked.plan.label, walked.method) == ("F", "ppr")
 
 
 def test_the_head_answers_without_retrieval_only_when_sure() -> None:

@@ -10,12 +10,15 @@ nearest chunks, without the walk.
 
 The default planner, ``names`` (beyond the paper): G for such a comparison; else F when the
 question names anything the walk can start from (a name, date, time, quantity, quoted title or
-document title, see ``ppr.names_a_seed``); else B. On 2WikiMultihopQA dev 94 of 400 questions
-go to G and the rest to F: recall@5 0.871 and recall@2 0.744 against ``ppr``'s 0.869 and 0.743,
-mean latency 11 % lower (``auto_latency.json``: −2.95 ± 0.52 ms a question, paired). On
-LiHua-World dev (no titles) 14 of 228 questions name nothing; one of them lost to vector what
-``ppr``'s walk from the nearest chunks found (recall@5 0.902 against 0.907), for a saving
-within noise (−0.65 ± 0.42 ms).
+document title, see ``ppr.names_a_seed``). A question that names nothing still walks from its
+nearest chunks (``ppr``'s chunk seeds), so it goes to F too, unless its nearest chunk stands out
+(cos(top 1) − cos(top 5) ≥ ``planner_margin``, the ``margin`` rule below): then to G. On
+2WikiMultihopQA dev 94 of 400 questions go to G and the rest to F: recall@5 0.871 and recall@2
+0.744 against ``ppr``'s 0.869 and 0.743, mean latency 11 % lower (``auto_latency.json``:
+−2.95 ± 0.52 ms a question, paired). On LiHua-World dev (no titles) 14 of 228 questions name
+nothing, 7 of them with a margin that passes: recall@5 0.907 and recall@10 0.923, ``ppr``'s.
+Until stop 34 a nameless question went to B, and one of them lost to vector what the walk from
+the nearest chunks found ("What event is the community organizing?", recall@5 0.902).
 
 ``margin`` (opt-in, beyond the paper) decides after a look at the question's nearest chunks —
 the search ``ppr`` makes first anyway (``VectorIndex.search`` remembers it, so neither route
@@ -145,18 +148,22 @@ def vector_margin(cosines: np.ndarray, depth: int = 5) -> float:
 
 class NamesPlanner:
     """G (``titles``) when the question compares documents it names by title, F (``ppr``) when
-    it names something else the walk can start from, else B (vector)."""
+    it names something else the walk can start from; a question that names nothing goes to G
+    when its nearest chunk stands out by ``margin`` over the fifth, else to F."""
 
     name = "names"
 
-    def __init__(self, probes: QuestionProbes) -> None:
+    def __init__(self, probes: QuestionProbes, margin: float = 0.14) -> None:
         self.probes = probes  # on the open index: ``plan`` does not import ``retrieve``
+        self.margin = margin
 
     def choose(self, question: str) -> tuple[str, dict[str, float]]:
         """One label, no probabilities."""
         if self.probes.compares(question):
             return "G", {}
-        return ("F" if self.probes.named(question) else "B"), {}
+        if self.probes.named(question):
+            return "F", {}
+        return ("G" if vector_margin(self.probes.nearest(question)) >= self.margin else "F"), {}
 
 
 class HeadPlanner:
@@ -210,7 +217,7 @@ def make_planner(settings: Settings, embedder: Callable[[], Embedder], slm: Call
     if settings.planner == "margin":
         return MarginPlanner(probes, settings.planner_margin)
     if settings.planner == "names":
-        return NamesPlanner(probes)
+        return NamesPlanner(probes, settings.planner_margin)
     if settings.planner == "slm":
         return SLMPlanner(slm())
     if settings.planner == "rules":
