@@ -16,7 +16,8 @@ nearest chunks (``ppr``'s chunk seeds), so it goes to F too, unless its nearest 
 2WikiMultihopQA dev 94 of 400 questions go to G and the rest to F: recall@5 0.871 and recall@2
 0.744 against ``ppr``'s 0.869 and 0.743, mean latency 11 % lower (``auto_latency.json``:
 −2.95 ± 0.52 ms a question, paired). On LiHua-World dev (no titles) 14 of 228 questions name
-nothing, 7 of them with a margin that passes: recall@5 0.907 and recall@10 0.923, ``ppr``'s.
+nothing, 7 of them with a margin that passes: recall@5 0.907 and recall@10 0.923, ``ppr``'s,
+at about its cost (−0.11 ± 0.06 ms a question; ``margin`` saves more there, see below).
 Until stop 34 a nameless question went to B, and one of them lost to vector what the walk from
 the nearest chunks found ("What event is the community organizing?", recall@5 0.902).
 
