@@ -15,7 +15,7 @@ nearest chunks (``ppr``'s chunk seeds), so it goes to F too, unless its nearest 
 (cos(top 1) − cos(top 5) ≥ ``planner_margin``, the ``margin`` rule below): then to G. On
 2WikiMultihopQA dev 94 of 400 questions go to G and the rest to F: recall@5 0.871 and recall@2
 0.744 against ``ppr``'s 0.869 and 0.743, mean latency 11 % lower (``auto_latency.json``:
-−2.95 ± 0.52 ms a question, paired). On LiHua-World dev (no titles) 14 of 228 questions name
+−2.40 ± 0.30 ms a question, paired). On LiHua-World dev (no titles) 14 of 228 questions name
 nothing, 7 of them with a margin that passes: recall@5 0.907 and recall@10 0.923, ``ppr``'s,
 at about its cost (−0.11 ± 0.06 ms a question; ``margin`` saves more there, see below).
 Until stop 34 a nameless question went to B, and one of them lost to vector what the walk from
