@@ -117,7 +117,8 @@ def _default_plans(rows: list[dict]) -> list[tuple[str, str]]:
             opened.append(EdgeRAG.open(index, create=False, progress=False))
             planners[name] = lambda q, rag=opened[-1]: rag.plan(q).label
         else:
-            by_terms = NamesPlanner(QuestionProbes(named=lambda t: bool(query_terms(t)[0])))
+            by_terms = NamesPlanner(QuestionProbes(named=lambda t: bool(query_terms(t)[0])),
+                                    Settings().planner_margin)
             planners[name] = lambda q, planner=by_terms: planner.choose(q)[0]
     try:
         labels = [planners[r["dataset"]](r["question"]) for r in rows]

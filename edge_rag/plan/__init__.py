@@ -18,8 +18,8 @@ nearest chunks (``ppr``'s chunk seeds), so it goes to F too, unless its nearest 
 −2.40 ± 0.30 ms a question, paired). On LiHua-World dev (no titles) 14 of 228 questions name
 nothing, 7 of them with a margin that passes: recall@5 0.907 and recall@10 0.923, ``ppr``'s,
 at about its cost (−0.11 ± 0.06 ms a question; ``margin`` saves more there, see below).
-Until stop 34 a nameless question went to B, and one of them lost to vector what the walk from
-the nearest chunks found ("What event is the community organizing?", recall@5 0.902).
+Sending every nameless question to B (vector) instead lost one that the walk from the nearest
+chunks finds ("What event is the community organizing?": recall@5 0.902).
 
 ``margin`` (opt-in, beyond the paper) decides after a look at the question's nearest chunks —
 the search ``ppr`` makes first anyway (``VectorIndex.search`` remembers it, so neither route
@@ -154,7 +154,7 @@ class NamesPlanner:
 
     name = "names"
 
-    def __init__(self, probes: QuestionProbes, margin: float = 0.14) -> None:
+    def __init__(self, probes: QuestionProbes, margin: float) -> None:
         self.probes = probes  # on the open index: ``plan`` does not import ``retrieve``
         self.margin = margin
 
