@@ -120,6 +120,10 @@ class QuestionProbes:
     two_events: Callable[[str], bool] = lambda question: False  # ``clauses.clauses`` splits it
     nearest: Callable[[str], np.ndarray] = lambda question: np.zeros(0, np.float32)  # cosines, best first
 
+    def stands_out(self, question: str, margin: float) -> bool:
+        """Whether the question's nearest chunk leads the fifth by ``margin`` (``vector_margin``)."""
+        return vector_margin(self.nearest(question)) >= margin
+
 
 class MarginPlanner:
     """G (``titles``) for a comparison of titled documents, or where the nearest documents alone
@@ -138,7 +142,7 @@ class MarginPlanner:
             return "G", {}
         if self.probes.titled(question) or self.probes.two_events(question):
             return "F", {}
-        return ("G" if vector_margin(self.probes.nearest(question)) >= self.margin else "F"), {}
+        return ("G" if self.probes.stands_out(question, self.margin) else "F"), {}
 
 
 def vector_margin(cosines: np.ndarray, depth: int = 5) -> float:
@@ -164,7 +168,7 @@ class NamesPlanner:
             return "G", {}
         if self.probes.named(question):
             return "F", {}
-        return ("G" if vector_margin(self.probes.nearest(question)) >= self.margin else "F"), {}
+        return ("G" if self.probes.stands_out(question, self.margin) else "F"), {}
 
 
 class HeadPlanner:
