@@ -28,8 +28,9 @@ BLOCKS = (32, 64, 128)
 # exports a folder again when it holds an older one, so a machine picks up graph changes.
 #   1 (no key): the first GQA graphs, a 4-bit LM head at accuracy level 4;
 #   2: a 4-bit LM head at accuracy level 1 (-64 MiB peak RSS for Qwen2.5-0.5B);
-#   3: Qwen2.5's 4-bit layer weights in blocks of 64 (PackagedSlm.block4: faster products).
-EXPORTER_VERSION = 3
+#   3: Qwen2.5's 4-bit layer weights in blocks of 64 (PackagedSlm.block4: faster products);
+#   4: logits for the last ``logits_count`` positions (checking drafted tokens in one call).
+EXPORTER_VERSION = 4
 # The KV cache: fp32 by default; 8 writes int8 codes with calibrated scales (``kv_cache.py``),
 # which decode faster at long contexts and prefill slower (its docstring has the figures).
 KV_BITS = (8, 32)

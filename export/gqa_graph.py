@@ -8,14 +8,16 @@ The graph is written node by node with ``onnx.helper`` from :class:`~.weights.We
   one ``MatMulNBits`` for q, k and v together (with the qwen2 biases), ``GroupQueryAttention``
   with the rotary embedding inside, ``MatMulNBits`` for o, then the SwiGLU MLP with gate and up
   in one ``MatMulNBits``;
-- the LM head runs on the last position only: logits are ``[batch, vocab]``; a 4-bit head
-  computes in fp32 (``accuracy_level`` 1), everything else with int8 activations (4).
+- the LM head runs on the last ``logits_count`` positions only (1 for a prefill or a decode
+  step, a few to check drafted tokens, see ``edge_rag/models/lookup.py``): logits are
+  ``[batch, logits_count, vocab]``; a 4-bit head computes in fp32 (``accuracy_level`` 1),
+  everything else with int8 activations (4).
 
 Inputs: ``input_ids`` int64 [batch, seq]; ``seqlens_k`` int32 [batch] (tokens in the cache after
-this call, minus one); ``total_sequence_length`` int32 scalar; ``past_key_values.N.key/value``
-fp32 [batch, kv_heads, max_len, head_dim]. Outputs: ``logits`` and ``present.N.key/value`` of the
-same shape as the past: bound to the very same buffer, GroupQueryAttention writes the new
-keys/values in place, so the cache is never copied per step.
+this call, minus one); ``total_sequence_length`` int32 scalar; ``logits_count`` int64 [1];
+``past_key_values.N.key/value`` fp32 [batch, kv_heads, max_len, head_dim]. Outputs: ``logits``
+and ``present.N.key/value`` of the same shape as the past: bound to the very same buffer,
+GroupQueryAttention writes the new keys/values in place, so the cache is never copied per step.
 """
 
 from __future__ import annotations
@@ -116,12 +118,12 @@ class GraphWriter:
         normed = self.node("SkipSimplifiedLayerNormalization",
                            [x, residual, self.init("model.norm.weight", self.w.get("model.norm.weight"))],
                            1, name="final_norm", domain=MS, epsilon=c.rms_eps)[0]
-        last = self.node("Slice", [normed, self.init("last.start", np.array([-1], np.int64)),
-                                   self.init("last.end", np.array([2**62], np.int64)),
-                                   self.init("last.axis", np.array([1], np.int64))], name="last_position")[0]
-        logits = head(last)
-        self.node("Squeeze", [logits, self.init("squeeze.axis", np.array([1], np.int64))], ["logits"],
-                  name="logits")
+        start = self.node("Neg", ["logits_count"], name="last_positions/start")[0]
+        last = self.node("Slice", [normed, start, self.init("last.end", np.array([2**62], np.int64)),
+                                   self.init("last.axis", np.array([1], np.int64))],
+                         name="last_positions")[0]
+        head(last)
+        self.nodes[-1].output[0] = "logits"
         return self.model()
 
     def embedding(self) -> tuple[str, Callable[[str], str]]:
@@ -215,8 +217,9 @@ class GraphWriter:
         kv_shape = ["batch", c.kv_heads, "max_length", c.head_dim]
         inputs = [helper.make_tensor_value_info("input_ids", i64, ["batch", "sequence"]),
                   helper.make_tensor_value_info("seqlens_k", i32, ["batch"]),
-                  helper.make_tensor_value_info("total_sequence_length", i32, [])]
-        outputs = [helper.make_tensor_value_info("logits", f32, ["batch", c.vocab])]
+                  helper.make_tensor_value_info("total_sequence_length", i32, []),
+                  helper.make_tensor_value_info("logits_count", i64, [1])]
+        outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "positions", c.vocab])]
         for i in range(c.layers):
             for kind in ("key", "value"):
                 inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kind}", f32, kv_shape))

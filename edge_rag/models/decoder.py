@@ -16,6 +16,11 @@ prefill-chunk boundary before the first difference.
 
 onnxruntime's GroupQueryAttention accepts a multi-token input after a non-empty cache only for
 batch size 1, so a batch runs as one cache and one session call per row (in lock step).
+
+Graphs of exporter version 4 on take ``logits_count`` and return the logits of that many last
+positions: :meth:`GqaDecoder.check` runs a token and a few drafted ones in one call and returns
+a distribution after each, which is what :mod:`.lookup` needs to accept drafts. Older graphs
+return the last position's logits only and are decoded one token a call.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ class KVCache:
         self.step_binding: ort.IOBinding | None = None
         # Decode-step inputs, bound once as OrtValues sharing these arrays' memory.
         self.step_inputs = (np.zeros((1, 1), dtype=np.int64), np.zeros(1, dtype=np.int32),
-                            np.zeros((), dtype=np.int32))
+                            np.zeros((), dtype=np.int32), np.ones(1, dtype=np.int64))
 
     def reusable(self, ids: Sequence[int], chunk: int) -> int:
         """Length of the cached prefix a prompt ``ids`` can keep (at least one token stays new).
@@ -74,7 +79,10 @@ class GqaDecoder:
         self.cache_dtype = cache_dtype(manifest)
         self.caches: list[KVCache] = []
         self.reused_tokens = 0
-        self._logits = np.zeros((1, self.vocab), dtype=np.float32)
+        # Exporter version 4 on: logits [batch, logits_count, vocab]; before: [batch, vocab].
+        self.counted = "logits_count" in {i.name for i in session.get_inputs()}
+        self._logits = np.zeros((1, 1, self.vocab) if self.counted else (1, self.vocab), np.float32)
+        self._last = self._logits.reshape(self.vocab)
         self._logits_value = ort.OrtValue.ortvalue_from_numpy(self._logits)
 
     def reset(self) -> None:
@@ -100,7 +108,7 @@ class GqaDecoder:
             del cache.ids[keep:]
             for start in range(keep, len(ids), chunk):
                 self._run(cache, list(ids[start:start + chunk]))
-            rows.append(self._logits[0].copy())
+            rows.append(self._last.copy())
         return np.stack(rows)
 
     def step(self, next_ids: Sequence[int]) -> np.ndarray:
@@ -108,12 +116,29 @@ class GqaDecoder:
         rows = []
         for cache, token in zip(self.caches, next_ids):
             total = self._check(cache, 1)
-            ids, seqlens, total_length = cache.step_inputs
+            ids, seqlens, total_length, _ = cache.step_inputs
             ids[0, 0], seqlens[0], total_length[...] = int(token), total - 1, total
             self.session.run_with_iobinding(self._step_binding(cache))
             cache.ids.append(int(token))
-            rows.append(self._logits[0].copy())
+            rows.append(self._last.copy())
         return np.stack(rows)
+
+    def check(self, tokens: Sequence[int]) -> np.ndarray:
+        """Logits [len(tokens), vocab] after each of ``tokens``, appended to the first cache in
+        one call (a graph with ``logits_count``); :meth:`rewind` drops the ones not kept."""
+        cache = self.caches[0]
+        total = self._check(cache, len(tokens))
+        binding = self._bind_cache(self.session.io_binding(), cache, logits=False)
+        self._bind_inputs(binding, list(tokens), total, len(tokens))
+        binding.bind_output("logits", "cpu")
+        self.session.run_with_iobinding(binding)
+        cache.ids.extend(int(t) for t in tokens)
+        return binding.get_outputs()[-1].numpy()[0].copy()  # bound last; it dies with the binding
+
+    def rewind(self, tokens: int) -> None:
+        """Forget the first cache's last ``tokens`` tokens (the next call overwrites them)."""
+        if tokens:
+            del self.caches[0].ids[-tokens:]
 
     def _check(self, cache: KVCache, new: int) -> int:
         total = len(cache.ids) + new
@@ -125,26 +150,33 @@ class GqaDecoder:
         # Bound once per cache: a decode step only writes three numbers into bound arrays.
         if cache.step_binding is None:
             binding = self.session.io_binding()
-            for name, array in zip(("input_ids", "seqlens_k", "total_sequence_length"),
-                                   cache.step_inputs):
+            for name, array in zip(("input_ids", "seqlens_k", "total_sequence_length",
+                                    "logits_count")[:4 if self.counted else 3], cache.step_inputs):
                 binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(array))
             cache.step_binding = self._bind_cache(binding, cache)
         return cache.step_binding
 
     def _run(self, cache: KVCache, new: list[int]) -> None:
         total = self._check(cache, len(new))
-        binding = self.session.io_binding()
-        binding.bind_cpu_input("input_ids", np.array([new], dtype=np.int64))
-        binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
-        binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
+        binding = self._bind_inputs(self.session.io_binding(), new, total, 1)
         self.session.run_with_iobinding(self._bind_cache(binding, cache))
         cache.ids.extend(new)
 
-    def _bind_cache(self, binding: ort.IOBinding, cache: KVCache) -> ort.IOBinding:
+    def _bind_inputs(self, binding: ort.IOBinding, new: list[int], total: int,
+                     logits: int) -> ort.IOBinding:
+        binding.bind_cpu_input("input_ids", np.array([new], dtype=np.int64))
+        binding.bind_cpu_input("seqlens_k", np.array([total - 1], dtype=np.int32))
+        binding.bind_cpu_input("total_sequence_length", np.array(total, dtype=np.int32))
+        if self.counted:
+            binding.bind_cpu_input("logits_count", np.array([logits], dtype=np.int64))
+        return binding
+
+    def _bind_cache(self, binding: ort.IOBinding, cache: KVCache, logits: bool = True) -> ort.IOBinding:
         for layer in range(self.layers):
             for slot, kind in ((0, "key"), (1, "value")):
                 buffer = cache.buffers[2 * layer + slot]
                 binding.bind_ortvalue_input(f"past_key_values.{layer}.{kind}", buffer)
                 binding.bind_ortvalue_output(f"present.{layer}.{kind}", buffer)
-        binding.bind_ortvalue_output("logits", self._logits_value)
+        if logits:
+            binding.bind_ortvalue_output("logits", self._logits_value)
         return binding

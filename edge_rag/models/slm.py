@@ -24,6 +24,7 @@ from ..errors import ContextOverflow, EdgeRagError
 from .constraints import Constraint, TokenMask
 from .decoder import GqaDecoder
 from .folder import ModelFolder
+from .lookup import DraftedSteps
 from .pages import released_pages, trim_heap
 from .session import new_session, session_options
 
@@ -41,6 +42,9 @@ class GenerationConfig:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False
+    # Greedy decoding of one prompt on a GQA graph drafts up to this many tokens by prompt
+    # lookup and checks them in one call (``lookup.py``); 0 decodes one token a call.
+    draft_tokens: int = 3
 
 
 @dataclass
@@ -54,6 +58,7 @@ class Generation:
     prefill_ms: float = 0.0
     decode_ms: float = 0.0
     cached_tokens: int = 0
+    accepted_tokens: int = 0  # drafted by prompt lookup and kept (``GenerationConfig.draft_tokens``)
 
 
 @dataclass
@@ -167,7 +172,7 @@ class SLM:
         *_, rows = self._decode(prompts, config, constraint, timings)
         return [Generation(row.text, row.prompt_tokens, len(row.ids), row.done or "length",
                            timings.get("prefill", 0.0), timings.get("decode", 0.0),
-                           int(timings.get("cached_tokens", 0)))
+                           int(timings.get("cached_tokens", 0)), int(timings.get("accepted", 0)))
                 for row in rows]
 
     def _decode(self, prompts: Sequence[str], config: GenerationConfig,
@@ -184,6 +189,7 @@ class SLM:
         logits, past, mask = self._prefill(encoded, timings, reuse=config.temperature <= 0)
         timings["prefill"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
+        drafts = self._drafts(encoded, config)
         for step in range(budget):
             for row, row_logits in zip(rows, logits):
                 if not row.done:
@@ -192,14 +198,27 @@ class SLM:
             if all(row.done for row in rows) or step == budget - 1:
                 break
             next_ids = [row.ids[-1] if not row.done else next(iter(self.stop_ids)) for row in rows]
-            logits, past, mask = self._step(next_ids, past, mask)
+            if drafts is not None:
+                logits = drafts.next(next_ids[0], budget - step - 2)
+            else:
+                logits, past, mask = self._step(next_ids, past, mask)
         timings["decode"] = (time.perf_counter() - start) * 1000
+        if drafts is not None:
+            timings["accepted"] = drafts.accepted
         if constraint is not None and not isinstance(constraint, TokenMask):
             for row in rows:
                 if not constraint.is_complete(row.text):
                     # Out of tokens: append the shortest completion so the output still parses.
                     row.text, row.done = row.text + constraint.finish(row.text), "forced"
             yield rows
+
+    def _drafts(self, encoded: list[list[int]], config: GenerationConfig) -> DraftedSteps | None:
+        """Prompt-lookup steps where they give the same text: greedy, one prompt, a GQA graph
+        that returns several positions' logits."""
+        if self._gqa is None or not self._gqa.counted or len(encoded) != 1 \
+                or config.temperature > 0 or config.draft_tokens <= 0:
+            return None
+        return DraftedSteps(self._gqa, encoded[0], config.draft_tokens)
 
     def _advance(self, row: _Row, logits: np.ndarray, step: int, config: GenerationConfig,
                  constraint: Constraint | TokenMask | None, rng: np.random.Generator) -> None:
