@@ -13,6 +13,11 @@ own; within it the prompt lengths run shortest first. ``--repeats N`` measures t
 times, interleaved, and reports medians (the machine may be shared). ``VARIANT@COMMIT`` runs a
 model folder with the runtime (``edge_rag/``) of an earlier commit of this repository, so that an
 A/B of the runtime on the same folder happens in one run: ``--variants q4 q4@2965484``.
+
+``decode_tps`` decodes one token a call (``draft_tokens`` 0), as llama.cpp's figure does. On a
+graph that checks drafted tokens (exporter version 4 on) the same prompt is decoded again with
+prompt lookup (``edge_rag/models/lookup.py``, the runtime's default for greedy decoding):
+``decode_tps_lookup``, the drafted tokens ``accepted`` and whether the text was the same.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 from edge_rag.config import models_home
@@ -56,9 +62,19 @@ def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int, threa
     if slm._gqa is not None:
         slm._gqa.reset()  # measure a whole prefill, not the prefix the TTFT run left behind
     slm._prefix = None  # the optimum graph's prefix cache likewise
-    result = slm.generate(prompt, GenerationConfig(max_new_tokens=new_tokens, ignore_eos=True))
+    config = GenerationConfig(max_new_tokens=new_tokens, ignore_eos=True)
+    drafting = getattr(slm._gqa, "counted", False)  # a graph that checks prompt-lookup drafts
+    if drafting:
+        config, lookup = replace(config, draft_tokens=0), config
+    result = slm.generate(prompt, config)
+    extra = {}
+    if drafting:  # the same greedy text with drafts checked in one call (edge_rag/models/lookup.py)
+        slm._gqa.reset()
+        drafted = slm.generate(prompt, lookup)
+        extra = {"decode_tps_lookup": round((drafted.new_tokens - 1) / (drafted.decode_ms / 1000), 1),
+                 "accepted": drafted.accepted_tokens, "same_text": drafted.text == result.text}
     size = sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith("model.onnx"))
-    return {"model": model, "variant": variant, "file_mb": round(size / 2**20, 1),
+    return {**extra, "model": model, "variant": variant, "file_mb": round(size / 2**20, 1),
             "load_s": round(load_s, 2), "prompt_tokens": result.prompt_tokens,
             "prefill_tps": round(result.prompt_tokens / (result.prefill_ms / 1000), 1),
             "decode_tps": round((result.new_tokens - 1) / (result.decode_ms / 1000), 1),
@@ -227,7 +243,8 @@ def _report(measured: list[dict], args: argparse.Namespace) -> None:
         rows.append({"model": model, "variant": "llama.cpp (MODELS.md)", **LLAMA_CPP[model]})
     _add_ratios(rows)
     headers = ["model", "variant", "prompt_tokens", "file_mb", "load_s", "prefill_tps",
-               "decode_tps", "decode_vs_shortest", "ttft_ms", "peak_rss_mb", "repeats"]
+               "decode_tps", "decode_vs_shortest", "decode_tps_lookup", "lookup_vs_shortest", "ttft_ms",
+               "peak_rss_mb", "repeats"]
     print(markdown_table(headers, [[r.get(h, "") for h in headers] for r in rows]))
     payload = {"prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
                "repeats": max(r["repeat"] for r in measured) + 1 if measured else 0,
@@ -267,9 +284,11 @@ def _medians(measured: list[dict], stat: str = "median") -> list[dict]:
     rows = []
     for group in groups.values():
         row = {k: v for k, v in group[0].items() if k != "repeat"}
-        for key in ("load_s", "prefill_tps", "decode_tps", "ttft_ms", "peak_rss_mb"):
+        for key in ("load_s", "prefill_tps", "decode_tps", "decode_tps_lookup", "ttft_ms",
+                    "peak_rss_mb"):
             if key in row:
-                pick = {"prefill_tps": max, "decode_tps": max, "ttft_ms": min, "load_s": min}
+                pick = {"prefill_tps": max, "decode_tps": max, "decode_tps_lookup": max,
+                        "ttft_ms": min, "load_s": min}
                 choose = pick.get(key, statistics.median) if stat == "best" else statistics.median
                 row[key] = round(choose(r[key] for r in group), 2)
         row["repeats"] = len(group)
@@ -278,13 +297,15 @@ def _medians(measured: list[dict], stat: str = "median") -> list[dict]:
 
 
 def _add_ratios(rows: list[dict]) -> None:
-    """decode_vs_shortest: decode speed at this prompt length / at the shortest one measured."""
-    first: dict[tuple[str, str], float] = {}
-    for row in rows:
-        key = (row["model"], row["variant"])
-        if "prompt_tokens" in row and row.get("decode_tps"):
-            first.setdefault(key, row["decode_tps"])
-            row["decode_vs_shortest"] = round(row["decode_tps"] / first[key], 2)
+    """decode_vs_shortest (lookup_vs_shortest): decode speed (with prompt lookup) at this prompt
+    length / at the shortest one measured."""
+    for speed, ratio in (("decode_tps", "decode_vs_shortest"), ("decode_tps_lookup", "lookup_vs_shortest")):
+        first: dict[tuple[str, str], float] = {}
+        for row in rows:
+            key = (row["model"], row["variant"])
+            if "prompt_tokens" in row and row.get(speed):
+                first.setdefault(key, row[speed])
+                row[ratio] = round(row[speed] / first[key], 2)
 
 
 def _child(model: str, variant: str, args: argparse.Namespace) -> list[dict]:

@@ -333,12 +333,12 @@ class FocusedAnswerer:
 
     def _no_colon_tokens(self) -> np.ndarray:
         if self._no_colon_ids is None:
-            self._no_colon_ids = self._vocabulary_without(self._starting_with(":"))
+            self._no_colon_ids = self._vocabulary_without(self.slm.ids_starting_with(":"))
         return self._no_colon_ids
 
     def _name_goes_on_tokens(self) -> np.ndarray:
         if self._name_goes_on_ids is None:
-            ending = set().union(*(self._starting_with(c) for c in ":[.,;!?'’\nĊ")) | self.slm.stop_ids
+            ending = self.slm.ids_starting_with(":[.,;!?'’\nĊ") | self.slm.stop_ids
             self._name_goes_on_ids = self._vocabulary_without(ending)
         return self._name_goes_on_ids
 
@@ -347,15 +347,12 @@ class FocusedAnswerer:
             # Every spelling of the abstention's first token ("insufficient information. [1]"
             # is an abstention the evidence rules did not decide).
             abstaining = {self._ids(word)[0] for word in NO_ANSWER_STARTS}
-            self._open_ids = self._vocabulary_without(self._starting_with("[") | abstaining)
+            self._open_ids = self._vocabulary_without(self.slm.ids_starting_with("[") | abstaining)
         return self._open_ids
 
-    def _starting_with(self, char: str) -> set[int]:
-        return {i for token, i in self.slm.tokenizer.get_vocab().items()
-                if token.lstrip("Ġ▁ ").startswith(char)}
-
     def _vocabulary_without(self, excluded: set[int]) -> np.ndarray:
-        return np.array(sorted(set(range(self.slm.tokenizer.get_vocab_size())) - excluded))
+        vocabulary = np.arange(self.slm.tokenizer.get_vocab_size())
+        return np.setdiff1d(vocabulary, np.fromiter(excluded, dtype=vocabulary.dtype))
 
     def _finish(self, text: str, prepared: Prepared) -> str:
         """The answer as shown: abstention, or text that cites a source and is not only citations."""

@@ -88,6 +88,7 @@ class EdgeRAG:
         self._days: tuple[tuple[int, int], list[tuple[set, RetrievedChunk]]] | None = None
         self._walk: tuple[tuple[int, int], WalkGraph] | None = None
         self._planner: Planner | None = None
+        self._answerer: tuple[Settings, Answerer | FocusedAnswerer] | None = None
 
     @classmethod
     def open(cls, path: str | Path, profile: str | Path | None = None, *,
@@ -243,15 +244,22 @@ class EdgeRAG:
         """The answer stage of the ``answer_stage`` setting (``focused`` or ``plain``).
 
         The SLM stays loaded and keeps the KV cache of the last prompt: the next question skips
-        the prefill of the fixed system prompt (``cached_tokens`` in the answer's timings).
+        the prefill of the fixed system prompt (``cached_tokens`` in the answer's timings). The
+        stage itself stays too, with the token masks it computed, until the settings change.
         """
-        settings = self.settings
+        slm, settings = self.slm, self.settings  # loading the SLM may fit the settings
+        if self._answerer is not None and self._answerer[0] == settings:
+            return self._answerer[1]
+        answerer: Answerer | FocusedAnswerer
         if settings.answer_stage == "plain":
-            return Answerer(self.slm, settings.context_token_budget, settings.answer_max_tokens)
-        evidence = Evidence(self.embedder.embed, self._document_texts, self._dated_chunks)
-        return FocusedAnswerer(self.slm, evidence, settings.focus_tokens,
-                               settings.focus_max_new_tokens, settings.abstain_threshold,
-                               settings.no_threshold, settings.abstain_terms)
+            answerer = Answerer(slm, settings.context_token_budget, settings.answer_max_tokens)
+        else:
+            evidence = Evidence(self.embedder.embed, self._document_texts, self._dated_chunks)
+            answerer = FocusedAnswerer(slm, evidence, settings.focus_tokens,
+                                       settings.focus_max_new_tokens, settings.abstain_threshold,
+                                       settings.no_threshold, settings.abstain_terms)
+        self._answerer = (settings, answerer)
+        return answerer
 
     def _document_texts(self, doc_id: str) -> list[str]:
         return [chunk.text for chunk in self.store.document_chunks(doc_id)]

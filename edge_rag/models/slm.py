@@ -103,6 +103,7 @@ class SLM:
         self._inputs = {i.name for i in self.session.get_inputs()}
         self._outputs = [o.name for o in self.session.get_outputs()]
         self._pieces: dict[int, str] = {}
+        self._first_chars: dict[str, set[int]] | None = None
         # Prefix cache: the tokens and KV cache of the last single prompt prefilled.
         self._prefix: tuple[list[int], list[ort.OrtValue]] | None = None
         self._gqa = GqaDecoder(self.session, manifest, self.context_tokens) \
@@ -125,6 +126,21 @@ class SLM:
     def count_tokens(self, text: str) -> int:
         """Tokens of a text as the model sees it."""
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def ids_starting_with(self, chars: str) -> set[int]:
+        """Ids of the tokens whose text, after a leading space marker, starts with one of ``chars``.
+
+        The vocabulary is read once per model: Qwen2.5's 151,936 tokens take 0.17 s to list,
+        and an answer's token masks ask for a dozen characters.
+        """
+        if self._first_chars is None:
+            table: dict[str, set[int]] = {}
+            for token, i in self.tokenizer.get_vocab().items():
+                stripped = token.lstrip("Ġ▁ ")
+                if stripped:
+                    table.setdefault(stripped[0], set()).add(i)
+            self._first_chars = table
+        return set().union(*(self._first_chars.get(c, set()) for c in chars))
 
     # -- generation ------------------------------------------------------------------------
 
