@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, overload
@@ -258,6 +258,7 @@ class EdgeRAG:
             answerer = FocusedAnswerer(slm, evidence, settings.focus_tokens,
                                        settings.focus_max_new_tokens, settings.abstain_threshold,
                                        settings.no_threshold, settings.abstain_terms)
+        answerer.config = replace(answerer.config, draft_tokens=settings.draft_tokens)
         self._answerer = (settings, answerer)
         return answerer
 

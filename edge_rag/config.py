@@ -41,6 +41,7 @@ class Settings:
     answer_stage: str = "focused"
     focus_tokens: int = 220
     focus_max_new_tokens: int = 32
+    draft_tokens: int = 3
     abstain_threshold: float = 1.0
     abstain_terms: int = 4
     no_threshold: float = 0.8
@@ -96,6 +97,7 @@ class Settings:
         _check(self.abstain_terms >= 0, "abstain_terms must be >= 0 (0 = never on terms)")
         _check(1 <= self.focus_max_new_tokens < self.slm_context_tokens // 2,
                "focus_max_new_tokens must be >= 1 and below half of slm_context_tokens")
+        _check(0 <= self.draft_tokens <= 8, "draft_tokens must be within [0, 8] (0 = one token a call)")
         _check(self.vector_dtype in VECTOR_DTYPES, f"vector_dtype must be one of {VECTOR_DTYPES}")
         _check(self.vector_file_min >= 0, "vector_file_min must be >= 0 (0 = always an HNSW file)")
         _check(self.threads >= 0, "threads must be >= 0 (0 = all cores)")
