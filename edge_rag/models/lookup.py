@@ -16,9 +16,12 @@ a token mask or constraint). A several-token call rounds its products differentl
 one-token call in the last float digits, so at a near tie of two tokens the choice may differ,
 as it may after a reused prompt prefix (``decoder.py``).
 
-What it costs and gains is a matter of the machine's kernels: a call with 4 tokens costs about
-1.4-1.5 single steps here (2 cores, 300-token context), so a draft pays when about half of it
-is accepted; ``benchmarks.slm_speed`` measures decode with and without it side by side.
+What it costs and gains is a matter of the machine's kernels. onnxruntime's 4-bit ``MatMulNBits``
+has a kernel for one row that several rows do not get: on 2 cores at a 300-token context, a call
+with 2 / 4 / 8 tokens costs 2.1 / 2.9 / 4.0 single steps for Qwen2.5 0.5B and 1.5 / 2.1 / 3.0 for
+SmolLM2. A draft therefore pays only when most of it is kept: on 55 LiHua dev answers (Qwen, focused
+stage, ``benchmarks.answer_decode``) decoding took 1/1.12 of the stepwise time with 3 drafted tokens,
+1/1.09 with 2, and 1/0.95 (slower) with 1; ``benchmarks.slm_speed`` measures it on a long summary.
 """
 
 from __future__ import annotations
