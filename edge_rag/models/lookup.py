@@ -21,7 +21,8 @@ has a kernel for one row that several rows do not get: on 2 cores at a 300-token
 with 2 / 4 / 8 tokens costs 2.1 / 2.9 / 4.0 single steps for Qwen2.5 0.5B and 1.5 / 2.1 / 3.0 for
 SmolLM2. A draft therefore pays only when most of it is kept: on 55 LiHua dev answers (Qwen, focused
 stage, ``benchmarks.answer_decode``) decoding took 1/1.12 of the stepwise time with 3 drafted tokens,
-1/1.09 with 2, and 1/0.95 (slower) with 1; ``benchmarks.slm_speed`` measures it on a long summary.
+1/1.09 with 2, and 1/0.95 (slower) with 1 on that machine, and 1/1.33 with 3 on a faster one;
+``benchmarks.slm_speed`` measures it on a long summary.
 """
 
 from __future__ import annotations
