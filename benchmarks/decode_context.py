@@ -24,7 +24,7 @@ import numpy as np
 from edge_rag.config import models_home
 
 from .common import markdown_table, write_result
-from .slm_speed import _context
+from .slm_speed import summary_prompt
 
 
 def measure(folder: str, prompt_tokens: list[int], steps: int) -> list[dict]:
@@ -36,12 +36,13 @@ def measure(folder: str, prompt_tokens: list[int], steps: int) -> list[dict]:
     if slm._gqa is None:
         raise SystemExit(f"{folder} is not a GQA graph (needs its in-place cache)")
     manifest = slm.folder.manifest
-    prompts = [slm.tokenizer.encode(slm.chat(_context(slm, n) + "\n\nSummarise the conversation."),
-                                    add_special_tokens=False).ids for n in prompt_tokens]
+    prompts = [slm.tokenizer.encode(summary_prompt(slm, n), add_special_tokens=False).ids
+               for n in prompt_tokens]
+    window = max(map(len, prompts)) + steps + 1
     decoders, tokens = [], []
     for ids in prompts:
-        decoder = GqaDecoder(slm.session, manifest, max(map(len, prompts)) + steps + 1)
-        tokens.append(int(np.argmax(decoder.prefill([ids], 128)[0])))
+        decoder = GqaDecoder(slm.session, manifest, window)
+        tokens.append(int(np.argmax(decoder.prefill([ids], slm.prefill_chunk)[0])))
         decoders.append((len(ids), decoder))
     times: list[list[float]] = [[] for _ in decoders]
     for _ in range(steps):

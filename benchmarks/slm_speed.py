@@ -52,7 +52,7 @@ def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int, threa
     start = time.perf_counter()
     slm = SLM.from_path(folder, threads=threads)
     load_s = time.perf_counter() - start
-    prompt = slm.chat(_context(slm, prompt_tokens) + "\n\nSummarise the conversation.")
+    prompt = summary_prompt(slm, prompt_tokens)
     slm.generate(slm.chat("Hi"), GenerationConfig(max_new_tokens=2))  # warm-up
     stream_start = time.perf_counter()
     if slm._gqa is not None:
@@ -105,7 +105,7 @@ def measure_llama_cpp(model: str, prompt_tokens: int, new_tokens: int) -> dict:
     llm = Llama(model_path=str(gguf), n_ctx=2048, n_threads=2, n_batch=512, verbose=False)
     load_s = time.perf_counter() - start
     slm = SLM.from_path(_folder(model), threads=0)  # the same prompt text
-    prompt = slm.chat(_context(slm, prompt_tokens) + "\n\nSummarise the conversation.")
+    prompt = summary_prompt(slm, prompt_tokens)
     del slm
     ids = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
     llm.eval(llm.tokenize(b"Hi", add_bos=False))  # warm-up
@@ -136,7 +136,7 @@ def measure_llama_node(model: str, prompt_tokens: list[int], new_tokens: int, mo
     work.mkdir(parents=True, exist_ok=True)
     gguf = assemble_gguf(PACKAGED[model], work)
     slm = SLM.from_path(_folder(model), threads=0)  # the same prompt text
-    prompts = [slm.chat(_context(slm, n) + "\n\nSummarise the conversation.") for n in prompt_tokens]
+    prompts = [summary_prompt(slm, n) for n in prompt_tokens]
     del slm
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(prompts, handle)
@@ -195,6 +195,12 @@ def measure_pytorch(model: str, prompt_tokens: int, new_tokens: int) -> dict:
         decode_s = time.perf_counter() - start
     return _timed_row(model, "pytorch fp32", gguf, load_s, len(ids), prefill_s, decode_s, new_tokens,
                       peak_rss_mb())
+
+
+def summary_prompt(slm, tokens: int) -> str:
+    """The chat prompt of every decode-speed measurement: ``tokens`` tokens of LiHua-World
+    conversations, then a request to summarise them."""
+    return slm.chat(_context(slm, tokens) + "\n\nSummarise the conversation.")
 
 
 def _context(slm, tokens: int) -> str:
