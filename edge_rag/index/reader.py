@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from ..errors import BadDocument
+from .titling import text_title
 
 TEXT_SUFFIXES = (".txt", ".md")
 RECORD_SUFFIXES = (".json", ".jsonl")
@@ -243,7 +244,9 @@ def _text_document(source: str, opener: Callable[[], IO[bytes]]) -> Document:
     with opener() as handle:
         head = handle.read(SNIFF)
     encoding = _sniff_encoding(source, head)
-    doc = Document(source, lambda: _guarded(source, _decode_blocks(opener, encoding, doc)))
+    title = text_title(head.decode(encoding, errors="ignore"), source)
+    doc = Document(source, lambda: _guarded(source, _decode_blocks(opener, encoding, doc)),
+                   {"title": title})
     return doc
 
 
