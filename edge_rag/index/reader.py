@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from ..errors import BadDocument
+from ..errors import BadDocument, MissingExtra
+from .formats import CONTAINERS, FORMATS, reader_for
 from .titling import text_title
 
 TEXT_SUFFIXES = (".txt", ".md")
 RECORD_SUFFIXES = (".json", ".jsonl")
-SUPPORTED = TEXT_SUFFIXES + RECORD_SUFFIXES + (".zip",)
+SUPPORTED = TEXT_SUFFIXES + RECORD_SUFFIXES + (".zip",) + tuple(FORMATS)
 TEXT_FIELDS = ("text", "body", "content")
 BLOCK = 1 << 16
 SNIFF = 8192
@@ -75,12 +76,30 @@ class Skipped:
 
     source: str
     reason: str
+    group: str = ""  # skips of one kind (an extension, a missing extra) are reported together
 
     def __str__(self) -> str:
         return f"{self.source}: {self.reason}"
 
 
 Item = Document | BadDocument | Skipped
+
+
+@dataclass
+class SkipTally:
+    """Skips of one group (an extension, a missing extra, attachments) counted into one warning."""
+
+    groups: dict[str, tuple[Skipped, int]] = field(default_factory=dict)
+
+    def add(self, skipped: Skipped) -> None:
+        """Count a grouped skip (the first one of each group is kept as the example)."""
+        first, count = self.groups.get(skipped.group, (skipped, 0))
+        self.groups[skipped.group] = (first, count + 1)
+
+    def warnings(self) -> list[str]:
+        """One line per group: the reason, the count and an example."""
+        return [f"{first.reason} ({count:,} skipped, e.g. {first.source})"
+                for first, count in self.groups.values()]
 
 
 def read_sources(paths: list[str | Path], max_bytes: int,
@@ -132,6 +151,8 @@ def _visit(path: Path, entry: os.DirEntry, root: Path, follow_symlinks: bool, se
            pending: list[Path]) -> Iterator[Path | Item]:
     is_dir = entry.is_dir(follow_symlinks=True)
     if not is_dir and path.suffix.lower() not in SUPPORTED:
+        if not path.name.startswith("."):  # hidden files (.DS_Store, .gitignore) go unmentioned
+            yield unsupported(path)
         return
     link = entry.is_symlink()
     if link and not path.exists():
@@ -152,6 +173,12 @@ def _visit(path: Path, entry: os.DirEntry, root: Path, follow_symlinks: bool, se
         yield Skipped(str(path), "not a regular file (a pipe, socket or device), skipped")
 
 
+def unsupported(path: Path) -> Skipped:
+    """The skip of a file whose type no reader knows (reported once per extension)."""
+    suffix = path.suffix.lower() or "(no extension)"
+    return Skipped(str(path), f"{suffix} files are not a supported type", group=f"type {suffix}")
+
+
 def _read_file(path: Path, max_bytes: int) -> Iterator[Item]:
     suffix = path.suffix.lower()
     try:
@@ -159,8 +186,12 @@ def _read_file(path: Path, max_bytes: int) -> Iterator[Item]:
         if suffix == ".zip":
             yield from _read_zip(path, max_bytes)
             return
-        _check_size(str(path), size, max_bytes)
-        opener = _capped_opener(str(path), lambda: open(path, "rb"), max_bytes)
+        if suffix not in CONTAINERS:
+            check_size(str(path), size, max_bytes)
+        if suffix in FORMATS:
+            yield from _read_format(path, suffix, max_bytes)
+            return
+        opener = capped_opener(str(path), lambda: open(path, "rb"), max_bytes)
         if suffix in RECORD_SUFFIXES:
             yield from _read_records(str(path), opener, suffix)
         else:
@@ -171,6 +202,15 @@ def _read_file(path: Path, max_bytes: int) -> Iterator[Item]:
         yield BadDocument(f"{path}: cannot read: {exc}")
 
 
+def _read_format(path: Path, suffix: str, max_bytes: int) -> Iterator[Item]:
+    read = reader_for(suffix)
+    assert read is not None
+    try:
+        yield from read(path, max_bytes)
+    except MissingExtra as exc:
+        yield Skipped(str(path), str(exc), group=f"extra {FORMATS[suffix].extra}")
+
+
 def _read_zip(path: Path, max_bytes: int) -> Iterator[Item]:
     archive = zipfile.ZipFile(path)
     members = sorted(i.filename for i in archive.infolist() if not i.is_dir())
@@ -179,10 +219,10 @@ def _read_zip(path: Path, max_bytes: int) -> Iterator[Item]:
         if suffix not in TEXT_SUFFIXES + RECORD_SUFFIXES:
             continue
         source = f"{path}/{name}"
-        opener = _capped_opener(source, functools.partial(archive.open, name), max_bytes)
+        opener = capped_opener(source, functools.partial(archive.open, name), max_bytes)
         try:
             _check_member_name(source, name)
-            _check_size(source, archive.getinfo(name).file_size, max_bytes)
+            check_size(source, archive.getinfo(name).file_size, max_bytes)
             if suffix in RECORD_SUFFIXES:
                 yield from _read_records(source, opener, suffix)
             else:
@@ -201,7 +241,7 @@ def _check_member_name(source: str, name: str) -> None:
         raise BadDocument(f"{source}: unsafe zip member name (absolute or with '..'), refused")
 
 
-def _check_size(source: str, size: int, max_bytes: int) -> None:
+def check_size(source: str, size: int, max_bytes: int) -> None:
     if size > max_bytes:
         raise BadDocument(
             f"{source}: {size / 2**20:.1f} MB is over the {max_bytes / 2**20:.0f} MB document "
@@ -209,8 +249,8 @@ def _check_size(source: str, size: int, max_bytes: int) -> None:
         )
 
 
-def _capped_opener(source: str, opener: Callable[[], IO[bytes]], max_bytes: int
-                   ) -> Callable[[], IO[bytes]]:
+def capped_opener(source: str, opener: Callable[[], IO[bytes]], max_bytes: int
+                  ) -> Callable[[], IO[bytes]]:
     """An opener whose streams refuse to yield more than ``max_bytes`` (a size on disk or in a
     zip directory can understate what a stream delivers)."""
     return lambda: io.BufferedReader(_Capped(source, opener(), max_bytes), BLOCK)
@@ -245,12 +285,12 @@ def _text_document(source: str, opener: Callable[[], IO[bytes]]) -> Document:
         head = handle.read(SNIFF)
     encoding = _sniff_encoding(source, head)
     title = text_title(head.decode(encoding, errors="ignore"), source)
-    doc = Document(source, lambda: _guarded(source, _decode_blocks(opener, encoding, doc)),
+    doc = Document(source, lambda: guarded(source, _decode_blocks(opener, encoding, doc)),
                    {"title": title})
     return doc
 
 
-def _guarded(source: str, blocks: Iterator[str]) -> Iterator[str]:
+def guarded(source: str, blocks: Iterator[str]) -> Iterator[str]:
     """Blocks whose read errors (a corrupt zip member, a vanished file) become BadDocument."""
     try:
         yield from blocks
@@ -285,13 +325,25 @@ def _read_records(source: str, opener: Callable[[], IO[bytes]], suffix: str) -> 
     with opener() as handle:
         stream = io.TextIOWrapper(handle, encoding="utf-8-sig", errors="replace")
         records = _jsonl(source, stream) if suffix == ".jsonl" else _json(source, stream)
+        others: list[int] = []  # records that are not objects: one error for all of them
         for number, record in enumerate(records):
             try:
                 if isinstance(record, BadDocument):
                     raise record
-                yield _record_document(source, number, record)
+                if isinstance(record, dict):
+                    yield record_document(source, number, record)
+                else:
+                    others.append(number)
             except BadDocument as exc:
                 yield exc
+    if others:
+        yield _not_objects(source, others)
+
+
+def _not_objects(source: str, numbers: list[int]) -> BadDocument:
+    shown = ", ".join(f"#{n}" for n in numbers[:3]) + (", ..." if len(numbers) > 3 else "")
+    return BadDocument(f"{source}: {len(numbers):,} record(s) are not JSON objects ({shown}); "
+                       f"a record must be an object with a text field ({', '.join(TEXT_FIELDS)})")
 
 
 def _json(source: str, stream: IO[str]) -> Iterator[Any]:
@@ -322,7 +374,7 @@ def _parse(source: str, text: str, where: str = "") -> Any:
         raise BadDocument(f"{source}: invalid JSON{where}: {exc}") from None
 
 
-def _record_document(source: str, number: int, record: Any) -> Document:
+def record_document(source: str, number: int, record: Any) -> Document:
     if not isinstance(record, dict):
         raise BadDocument(f"{source}#{number}: a record must be a JSON object")
     title = record.get("title")

@@ -17,7 +17,7 @@ from ..progress import Progress
 from ..store import DocumentRecord, GraphStore, VectorIndex
 from .chunking import Chunk, Chunker
 from .graph_builder import GraphBuilder, GraphReport
-from .reader import Document, Skipped
+from .reader import Document, Skipped, SkipTally
 
 EMBED_GROUP = 64
 VECTOR_CACHE = 4096
@@ -53,6 +53,7 @@ class InsertReport:
     chunks: int = 0
     seconds: float = 0.0
     graph: GraphReport = field(default_factory=GraphReport)
+    skips: SkipTally = field(default_factory=SkipTally, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -91,6 +92,7 @@ class Indexer:
         if unsaved:
             self.save_vectors()
         bar.close()
+        report.warnings.extend(report.skips.warnings())
         report.graph = self.graph.update(progress)
         report.seconds = time.perf_counter() - start
         return report
@@ -148,7 +150,10 @@ class Indexer:
     def _insert_reported(self, doc: Document | BadDocument | Skipped, ready: Ready,
                          report: InsertReport) -> int:
         if isinstance(doc, Skipped):
-            report.warnings.append(str(doc))
+            if doc.group:
+                report.skips.add(doc)
+            else:
+                report.warnings.append(str(doc))
             return 0
         if isinstance(doc, BadDocument):
             report.failed.append((doc.source, str(doc)))

@@ -1,0 +1,68 @@
+"""Readers for the document formats people keep: PDF, HTML, e-mail, Word and CSV.
+
+One module per format; each turns a file into ``Document`` items (or ``BadDocument`` /
+``Skipped`` ones) for the folder reader (``index/reader.py``), which picks a module by file
+extension here and imports it only when such a file turns up. Libraries:
+
+- PDF (``pdf.py``): pypdf, the ``[pdf]`` extra: pure Python, maintained, reads text layers,
+  metadata and encryption. One document per page with text, named ``file.pdf#pN``.
+- Word (``docx.py``): python-docx, the ``[docx]`` extra: paragraphs and tables of ``.docx``.
+- HTML (``html.py``), e-mail (``mail.py``: ``.eml``, ``.mbox``) and CSV (``table.py``): the
+  standard library (``html.parser``, ``email``, ``mailbox``, ``csv``) reads them well enough,
+  so they need no extra and work on every install.
+
+A format whose extra is missing raises ``MissingExtra`` naming the install command; the folder
+reader turns that into one ``Skipped`` item per file, and the insert report into one warning
+per format with the count of files.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import MissingExtra
+
+
+@dataclass(frozen=True)
+class Format:
+    """A file format: its name, the module reading it and the extra its library comes in."""
+
+    name: str
+    module: str
+    extra: str | None = None
+
+
+FORMATS: dict[str, Format] = {
+    ".pdf": Format("PDF", "pdf", "pdf"),
+    ".docx": Format("Word (.docx)", "docx", "docx"),
+    ".html": Format("HTML", "html"),
+    ".htm": Format("HTML", "html"),
+    ".eml": Format("e-mail (.eml)", "mail"),
+    ".mbox": Format("mailbox (.mbox)", "mail"),
+    ".csv": Format("CSV", "table"),
+}
+# Formats read as a container of many documents: the document size limit applies to each of
+# them (a message, a row), not to the file.
+CONTAINERS = (".mbox", ".csv")
+
+
+def reader_for(suffix: str) -> Callable[[Path, int], Iterator[Any]] | None:
+    """The reading function of a format's module for a file extension, or None."""
+    found = FORMATS.get(suffix)
+    if found is None:
+        return None
+    module = importlib.import_module(f"{__name__}.{found.module}")
+    return module.read  # type: ignore[no-any-return]
+
+
+def require(module: str, extra: str, what: str) -> Any:
+    """Import a format's library, or raise ``MissingExtra`` naming the extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtra(f"reading {what} needs the {module} package: "
+                           f"pip install 'edge-rag[{extra}]'") from None

@@ -1,0 +1,97 @@
+"""E-mail: ``.eml`` (one message) and ``.mbox`` (many), with the standard library's ``email`` and
+``mailbox``: one document per message.
+
+A message's text is its Subject, then ``From:``, ``To:`` and ``Date:`` lines, then the body: the
+plain-text part when there is one, else the HTML part converted to visible text (``html.py``).
+Subject is the title (else the body's short first line, else the file stem); From, To, Date and
+Message-ID are metadata, and so is the number of attachments, which are not read (one warning
+with the count per insert). An mbox is read one message at a time (only the offsets of its
+messages are held), so memory stays flat however many it holds; its messages are named
+``file.mbox#N`` (N from 0, in file order). A message that cannot be parsed or has no text is
+one BadDocument and the others still go in. The document size limit applies to each message.
+"""
+
+from __future__ import annotations
+
+import email
+import email.errors
+import email.policy
+import mailbox
+from collections.abc import Iterator
+from email.message import EmailMessage, Message
+from pathlib import Path
+from typing import cast
+
+from ...errors import BadDocument
+from ..reader import READ_ERRORS, Document, Item, Skipped, check_size
+from ..titling import best_title, short_line
+from .html import html_to_text
+
+# What a malformed message can raise while its headers and parts are decoded.
+BROKEN = (ValueError, LookupError, TypeError, AttributeError, UnicodeError, email.errors.MessageError)
+HEADERS = ("from", "to", "cc", "date", "message-id")
+
+
+def read(path: Path, max_bytes: int) -> Iterator[Item]:
+    """The messages of an ``.eml`` or ``.mbox`` file, one document each."""
+    if path.suffix.lower() == ".eml":
+        check_size(str(path), path.stat().st_size, max_bytes)
+        yield from _message(path.read_bytes(), str(path))
+        return
+    box = mailbox.mbox(path, create=False)
+    try:
+        for number, key in enumerate(box.iterkeys()):
+            yield from _mbox_message(box, key, f"{path}#{number}", max_bytes)
+    finally:
+        box.close()
+
+
+def _mbox_message(box: mailbox.mbox, key: str, source: str, max_bytes: int) -> Iterator[Item]:
+    try:
+        raw = box.get_bytes(key)
+        check_size(source, len(raw), max_bytes)
+        yield from _message(raw, source)
+    except BadDocument as exc:
+        yield exc
+    except READ_ERRORS as exc:
+        yield BadDocument(f"{source}: cannot read message: {exc}")
+
+
+def _message(raw: bytes, source: str) -> Iterator[Item]:
+    try:
+        message = cast(EmailMessage, email.message_from_bytes(raw, policy=email.policy.default))
+        body = _body(message)
+        attachments = [part.get_filename() or "unnamed" for part in message.iter_attachments()]
+        headers = {h: " ".join(str(message[h]).split()) for h in HEADERS if message[h] is not None}
+        subject = " ".join(str(message["subject"] or "").split())
+    except BROKEN as exc:
+        yield BadDocument(f"{source}: broken message ({type(exc).__name__}: {exc}); skipped")
+        return
+    if not body.strip():
+        defects = ", ".join(sorted({type(d).__name__ for d in message.defects}))
+        why = f"broken message ({defects})" if defects else "message has no text part"
+        yield BadDocument(f"{source}: {why}; skipped")
+        return
+    lines = [subject] + [f"{h.title()}: {headers[h]}" for h in ("from", "to", "date") if h in headers]
+    title = best_title(subject, short_line(body), source=source)
+    metadata = {"title": title, **headers, "attachments": len(attachments)}
+    yield Document.from_text("\n".join(lines) + "\n\n" + body.strip(), source, metadata)
+    for name in attachments:
+        yield Skipped(f"{source}/{name}", "e-mail attachments are not read", group="attachment")
+
+
+def _body(message: EmailMessage) -> str:
+    part = message.get_body(preferencelist=("plain", "html"))
+    if part is None:
+        return ""
+    content = _content(part)
+    return html_to_text(content)[1] if part.get_content_subtype() == "html" else content
+
+
+def _content(part: Message) -> str:
+    try:
+        content = part.get_content()  # type: ignore[attr-defined]
+    except (LookupError, UnicodeError):  # an unknown or wrong charset: take the bytes as UTF-8
+        payload = part.get_payload(decode=True)
+        content = payload.decode("utf-8", errors="replace") if isinstance(payload, bytes) else ""
+    return content if isinstance(content, str) else ""
