@@ -17,6 +17,8 @@ from .index.aggregate import AggregationParams
 from .index.export import graph_data
 from .index.extract import make_extractor
 from .index.graph_builder import GraphBuilder
+from .index.sync import Syncer, SyncReport, dry_report, idle_report
+from .index.sync import plan as sync_plan
 from .lexicon import NameMatcher
 from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
@@ -155,6 +157,24 @@ class EdgeRAG:
                     metadata: dict[str, Any] | None = None) -> InsertReport:
         """Insert one document given as a string, with a source name and metadata."""
         return self.insert(Document.from_text(text, source, metadata), progress=False)
+
+    def sync(self, folder: str | Path, dry_run: bool = False, progress: bool | None = None) -> SyncReport:
+        """Keep the index in step with a folder: new files inserted, changed ones replaced (one
+        transaction each), deleted ones removed, unchanged ones skipped on size and mtime. Only
+        documents an earlier sync of this folder added are ever removed (``index/sync.py``)."""
+        with WriteLock(self.directory), self.store.unmapped():
+            found = sync_plan(self.store, Path(folder), self.settings.follow_symlinks)
+            if dry_run:
+                return dry_report(found)
+            if found.idle:
+                return idle_report(found)
+            limit = int(self.settings.max_document_mb * 2**20)
+            syncer = Syncer(self.store, self._indexer(), limit, self.settings.follow_symlinks)
+            report = syncer.apply(found, self.settings.progress if progress is None else progress)
+            if self._ends_bulk(report.chunks):
+                self._readers.clear()
+                self.store.compact()
+            return report
 
     def delete(self, doc_id: str) -> int:
         """Delete a document, its chunks and vectors; returns how many chunks went."""

@@ -1,5 +1,5 @@
-"""The ``edge-rag`` command line: export, bundle, index, retrieve, ask, chat, delete, documents, stats,
-compact, graph."""
+"""The ``edge-rag`` command line: export, bundle, index, sync, retrieve, ask, chat, delete, documents,
+stats, compact, graph."""
 
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export(commands)
     _add_bundle(commands)
     _add_index(commands)
+    _add_sync(commands)
     _add_retrieve(commands)
     _add_ask(commands)
     _add_chat(commands)
@@ -160,6 +161,21 @@ def _add_index(commands: Any) -> None:
                        "an index keeps the one it was created with)")
     index.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     index.set_defaults(handler=_index)
+
+
+def _add_sync(commands: Any) -> None:
+    sync = commands.add_parser("sync", help="keep an index in step with a folder",
+                               description="Make the index follow FOLDER: new files are inserted, "
+                               "changed files replace their old documents (one transaction each), "
+                               "deleted files are removed, unchanged files are skipped on size and "
+                               "mtime. Documents not added by a sync of FOLDER are never touched.")
+    sync.add_argument("folder", type=Path, metavar="FOLDER", help="the folder to follow")
+    _common(sync)
+    sync.add_argument("--dry-run", action="store_true", help="say what would change; change nothing")
+    sync.add_argument("--watch", action="store_true",
+                      help="keep syncing after each burst of changes until Ctrl-C (needs the [watch] extra)")
+    sync.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    sync.set_defaults(handler=_sync)
 
 
 def _add_retrieve(commands: Any) -> None:
@@ -298,6 +314,29 @@ def _index(args: argparse.Namespace) -> int:
     _emit(args, _report_dict(report), _report_text(report))
     for _source, message in report.failed:
         print(f"edge-rag: error: {_printable(message)}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from .index.watch import watch
+
+    with _open(args, create=True) as rag:
+        if not args.watch:
+            return _sync_once(rag, args)
+        try:
+            watch(args.folder, lambda: _sync_once(rag, args), ignore=args.index)
+        except KeyboardInterrupt:
+            print("edge-rag: sync stopped; every committed document is kept", file=sys.stderr)
+        return 0
+
+
+def _sync_once(rag: EdgeRAG, args: argparse.Namespace) -> int:
+    report = rag.sync(args.folder, dry_run=args.dry_run, progress=not (args.no_progress or args.json))
+    text = "\n".join([report.summary(), *(f"warning: {_printable(w)}" for w in report.warnings)])
+    _emit(args, report.to_dict(), text)
+    for _source, message in report.failed:
+        print(f"edge-rag: error: {_printable(message)}", file=sys.stderr)
+    sys.stdout.flush()
     return 0 if report.ok else 1
 
 

@@ -122,14 +122,14 @@ def read_sources(paths: list[str | Path], max_bytes: int,
 
 
 def _read_folder(folder: Path, max_bytes: int, follow_symlinks: bool) -> Iterator[Item]:
-    for path in _walk(folder, follow_symlinks):
+    for path in walk(folder, follow_symlinks):
         if isinstance(path, Path):
             yield from _read_file(path, max_bytes)
         else:
             yield path
 
 
-def _walk(folder: Path, follow_symlinks: bool) -> Iterator[Path | Item]:
+def walk(folder: Path, follow_symlinks: bool) -> Iterator[Path | Item]:
     """Supported files under ``folder`` in path order, plus what was skipped and why."""
     root = folder.resolve()
     found: list[Path | Item] = []

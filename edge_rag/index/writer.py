@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -113,6 +113,45 @@ class Indexer:
         self.graph.save_vectors()
         self.graph.embed_pending()
         return len(chunk_ids)
+
+    def write_documents(self, documents: Iterable[Document | BadDocument | Skipped],
+                        report: InsertReport) -> None:
+        """Insert documents as ``insert`` does but without its ending (vector files, graph): inside
+        the caller's transaction each document is a savepoint, committed with the caller's."""
+        for doc, ready in self._ahead(documents):
+            self._insert_reported(doc, ready, report)
+
+    def unwrite(self, doc_ids: Sequence[str]) -> None:
+        """Forget the chunk vectors of documents written in a transaction about to roll back."""
+        for doc_id in doc_ids:
+            self.chunk_vectors.remove([c.id for c in self.store.document_chunks(doc_id)])
+
+    def remove_rows(self, doc_ids: Sequence[str]) -> list[int]:
+        """Delete documents and re-derive the graph they touched, inside the caller's transaction;
+        returns their chunk ids (for ``forget_vectors`` once it commits)."""
+        chunk_ids = [c.id for d in doc_ids for c in self.store.document_chunks(d)]
+        if not chunk_ids:
+            return []
+        touched = self.graph.tables.keys_of_chunks(chunk_ids)
+        for doc_id in doc_ids:
+            self.store.delete_document(doc_id)
+        self.store.bump_generation("chunk")
+        self.graph.refresh(touched)
+        return chunk_ids
+
+    def forget_vectors(self, chunk_ids: Sequence[int]) -> None:
+        """Drop deleted chunks from the chunk vectors (after their deletion committed)."""
+        if chunk_ids:
+            self.chunk_vectors.remove(list(chunk_ids))
+
+    def finish(self, report: InsertReport, progress: bool) -> None:
+        """What ends a run of ``write_documents`` and ``remove_rows``: the vector files saved, the
+        new chunks extracted into the graph, the grouped skips reported."""
+        self.save_vectors()
+        report.warnings.extend(report.skips.warnings())
+        report.graph = self.graph.update(progress)
+        self.graph.save_vectors()
+        self.graph.embed_pending()
 
     def save_vectors(self) -> None:
         """Persist the chunk vector file at the generation SQLite now holds."""

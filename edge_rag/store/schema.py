@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 VECTOR_KINDS = ("chunk", "entity", "relation")
 
 # Mentions (per chunk, as extracted) are the source of truth of the graph; entity_keys (one row
@@ -34,6 +34,10 @@ VECTOR_KINDS = ("chunk", "entity", "relation")
 #   embedded); ``GraphTables.all_relations`` derives it from the mentions for export, exactly as
 #   the builder joined it; its text hash (for reusing the vector) has TEXT_SHA_DIGITS hex digits.
 # INDEXES_V4 are the version 4 indexes a migration drops.
+# Version 6 (issue 42) adds the tables of ``edge-rag sync`` (``synced.py``): each synced file's
+# size, mtime and content hash, and the documents it gave (``owned``: the sync added it, so the
+# sync may delete it; a document equal to one inserted otherwise is only linked). Opening a
+# version 5 file creates them.
 MENTION_DESCRIPTION = ("CASE WHEN m.at IS NULL THEN m.description "
                        "ELSE substr((SELECT text FROM chunks WHERE id = m.chunk_id), m.at + 1, m.len) END")
 SPAN_COLUMNS = ("at", "len")
@@ -139,6 +143,22 @@ CREATE TABLE IF NOT EXISTS extractions (
     output TEXT NOT NULL,
     PRIMARY KEY (chunk_sha, extractor)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS synced_files (
+    folder TEXT NOT NULL,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (folder, path)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS synced_documents (
+    folder TEXT NOT NULL,
+    path TEXT NOT NULL,
+    doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    owned INTEGER NOT NULL,
+    PRIMARY KEY (folder, path, doc_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS synced_documents_doc ON synced_documents(doc_id);
 CREATE TABLE IF NOT EXISTS vector_files (
     kind TEXT PRIMARY KEY,
     generation INTEGER NOT NULL DEFAULT 0,

@@ -29,6 +29,7 @@ from .schema import (
     TEXT_SHA_DIGITS,
     VECTOR_KINDS,
 )
+from .synced import SyncedTables
 from .walk import WalkTables
 
 DB_FILE = "index.sqlite"
@@ -81,6 +82,7 @@ class GraphStore:
         self.db = sqlite_utils.Database(conn)
         self.graph = GraphTables(conn)
         self.walk = WalkTables(conn)
+        self.synced = SyncedTables(conn)
 
     @classmethod
     def open(cls, directory: Path, settings: Settings, create: bool = True) -> GraphStore:
@@ -103,7 +105,12 @@ class GraphStore:
 
     @contextmanager
     def write(self) -> Iterator[None]:
-        """One atomic write transaction: all of it commits, or none of it."""
+        """One atomic write transaction: all of it commits, or none of it. Inside another one it
+        is a savepoint: undone alone when it fails, committed only with the outer transaction."""
+        if self.conn.in_transaction:
+            with self._savepoint():
+                yield
+            return
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -111,6 +118,17 @@ class GraphStore:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        self.conn.execute("SAVEPOINT nested")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK TO nested")
+            self.conn.execute("RELEASE nested")
+            raise
+        self.conn.execute("RELEASE nested")
 
     @contextmanager
     def unmapped(self) -> Iterator[None]:
@@ -162,7 +180,7 @@ class GraphStore:
             self._create_schema()
             return
         version = self.manifest().get("schema_version")
-        if version in ("1", "2", "3", "4"):
+        if version in ("1", "2", "3", "4", "5"):
             self._migrate(version)
             return
         if version != str(SCHEMA_VERSION):
@@ -191,9 +209,11 @@ class GraphStore:
             self._migrate_from_v1()
         if version in ("1", "2"):
             self._migrate_from_v2()
-        if version != "4":
+        if version not in ("4", "5"):
             self._migrate_from_v3(version)
-        self._migrate_from_v4(version)
+        if version != "5":
+            self._migrate_from_v4(version)
+        self._migrate_from_v5(version)
         self.compact()
 
     def _migrate_from_v2(self) -> None:
@@ -232,6 +252,12 @@ class GraphStore:
             for kind, table in VECTOR_TABLES.items():
                 self._reencode(table, from_version_4)
                 self.bump_generation(kind)
+            self._set_manifest({"schema_version": "5", "migrated_from": original})
+
+    def _migrate_from_v5(self, original: str) -> None:
+        # Version 6: the sync tables (schema.py); nothing else changes.
+        with self.write():
+            self._run_ddl()
             self._set_manifest({"schema_version": str(SCHEMA_VERSION), "migrated_from": original})
 
     def _mention_spans(self) -> None:

@@ -56,7 +56,7 @@ def reader_for(suffix: str) -> Callable[[Path, int], Iterator[Any]] | None:
     if found is None:
         return None
     module = importlib.import_module(f"{__name__}.{found.module}")
-    return module.read  # type: ignore[no-any-return]
+    return module.read
 
 
 def require(module: str, extra: str, what: str) -> Any:

@@ -20,7 +20,6 @@ import mailbox
 from collections.abc import Iterator
 from email.message import EmailMessage, Message
 from pathlib import Path
-from typing import cast
 
 from ...errors import BadDocument
 from ..reader import READ_ERRORS, Document, Item, Skipped, check_size
@@ -59,7 +58,7 @@ def _mbox_message(box: mailbox.mbox, key: str, source: str, max_bytes: int) -> I
 
 def _message(raw: bytes, source: str) -> Iterator[Item]:
     try:
-        message = cast(EmailMessage, email.message_from_bytes(raw, policy=email.policy.default))
+        message = email.message_from_bytes(raw, policy=email.policy.default)
         body = _body(message)
         attachments = [part.get_filename() or "unnamed" for part in message.iter_attachments()]
         headers = {h: " ".join(str(message[h]).split()) for h in HEADERS if message[h] is not None}
