@@ -90,7 +90,10 @@ def test_folder_is_read_recursively_in_order(tmp_path):
     (tmp_path / "sub" / "b.md").write_text("beta")
     (tmp_path / "a.txt").write_text("alpha")
     (tmp_path / "skip.bin").write_bytes(b"\x00")
-    assert [_text(d) for d in _read(tmp_path)] == ["alpha", "beta"]
+    items = _read(tmp_path)
+    assert [_text(d) for d in items if isinstance(d, Document)] == ["alpha", "beta"]
+    [skipped] = [d for d in items if not isinstance(d, Document)]  # an unsupported type is reported
+    assert skipped.group == "type .bin" and "not a supported type" in skipped.reason
 
 
 def test_zip_members_are_read_in_place(tmp_path):
@@ -138,13 +141,13 @@ def test_zip_members_that_would_leave_the_archive_are_refused(tmp_path):
 
 
 def test_streams_stop_at_the_document_limit():
-    from edge_rag.index.reader import _capped_opener
+    from edge_rag.index.reader import capped_opener
 
-    opener = _capped_opener("s", lambda: io.BytesIO(b"x" * (MB + 10)), MB)
+    opener = capped_opener("s", lambda: io.BytesIO(b"x" * (MB + 10)), MB)
     with opener() as handle, pytest.raises(BadDocument, match="max_document_mb"):
         while handle.read(4096):
             pass
-    with _capped_opener("s", lambda: io.BytesIO(b"x" * MB), MB)() as handle:
+    with capped_opener("s", lambda: io.BytesIO(b"x" * MB), MB)() as handle:
         assert len(handle.read()) == MB
 
 

@@ -20,8 +20,8 @@ IGNORED_EVENTS = ("opened", "closed_no_write")
 def watch(folder: Path, run: Callable[[], Any], ignore: Path | None = None, debounce: float = 1.0,
           stop: threading.Event | None = None) -> None:
     """Call ``run`` now, then after every burst of changes under ``folder``."""
-    observers = require("watchdog.observers", "watch", "--watch")
-    events = require("watchdog.events", "watch", "--watch")
+    observers = require("watchdog.observers", "watch", "sync --watch", "watchdog")
+    events = require("watchdog.events", "watch", "sync --watch", "watchdog")
     dirty, stop = threading.Event(), stop or threading.Event()
     skip = str(ignore.resolve()) if ignore is not None else None
 

@@ -59,10 +59,10 @@ def reader_for(suffix: str) -> Callable[[Path, int], Iterator[Any]] | None:
     return module.read
 
 
-def require(module: str, extra: str, what: str) -> Any:
+def require(module: str, extra: str, what: str, package: str | None = None) -> Any:
     """Import a format's library, or raise ``MissingExtra`` naming the extra to install."""
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise MissingExtra(f"reading {what} needs the {module} package: "
+        raise MissingExtra(f"{what} needs {package or module}, not installed: "
                            f"pip install 'edge-rag[{extra}]'") from None

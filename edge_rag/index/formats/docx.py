@@ -23,7 +23,7 @@ HEADING_STYLES = ("Title", "Heading 1")
 
 def read(path: Path, max_bytes: int) -> Iterator[Item]:
     """One document: the text of a Word file."""
-    docx = require("docx", "docx", "Word .docx files")
+    docx = require("docx", "docx", "reading Word .docx files", "python-docx")
     try:
         _check_package(path, max_bytes)
         word = docx.Document(str(path))

@@ -28,7 +28,7 @@ DAMAGED = (ValueError, KeyError, TypeError, IndexError, AttributeError, Assertio
 
 def read(path: Path, max_bytes: int) -> Iterator[Item]:
     """The page documents of one PDF file, or one BadDocument saying why there are none."""
-    pypdf = require("pypdf", "pdf", "PDF")
+    pypdf = require("pypdf", "pdf", "reading PDF files")
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # a damaged file is one line, not a log
     errors = (pypdf.errors.PyPdfError, *DAMAGED)
     try:
