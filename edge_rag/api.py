@@ -19,6 +19,7 @@ from .index.extract import make_extractor
 from .index.graph_builder import GraphBuilder
 from .index.sync import Syncer, SyncReport, dry_report, idle_report
 from .index.sync import plan as sync_plan
+from .index.sync import touch as sync_touch
 from .lexicon import NameMatcher
 from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
@@ -167,6 +168,7 @@ class EdgeRAG:
             if dry_run:
                 return dry_report(found)
             if found.idle:
+                sync_touch(self.store, found)
                 return idle_report(found)
             limit = int(self.settings.max_document_mb * 2**20)
             syncer = Syncer(self.store, self._indexer(), limit, self.settings.follow_symlinks)

@@ -51,8 +51,8 @@ class SyncPlan:
 
     @property
     def idle(self) -> bool:
-        """Nothing to write."""
-        return not (self.new or self.changed or self.removed or self.touched)
+        """No document to write or remove (touched files only need their record updated)."""
+        return not (self.new or self.changed or self.removed)
 
 
 @dataclass
@@ -158,6 +158,14 @@ def dry_report(found: SyncPlan) -> SyncReport:
     return report
 
 
+def touch(store: GraphStore, found: SyncPlan) -> None:
+    """Record the new mtimes of files whose bytes did not change."""
+    if found.touched:
+        with store.write():
+            for rel, state in found.touched:
+                store.synced.set_file(found.folder, rel, state)
+
+
 def idle_report(found: SyncPlan) -> SyncReport:
     """The report of a sync with nothing to write: the walk's warnings and errors only."""
     report = SyncReport(str(found.root), unchanged=found.unchanged)
@@ -192,7 +200,7 @@ class Syncer:
         report = SyncReport(str(found.root), unchanged=found.unchanged)
         inserted = InsertReport()
         self._remove(found, report)
-        self._touch(found)
+        touch(self.store, found)
         bar = Progress("syncing", "file", len(found.new) + len(found.changed), enabled=progress)
         for rel, state in found.new:
             self._file(found, rel, state, report.added, report, inserted)
@@ -222,12 +230,6 @@ class Syncer:
         self.indexer.forget_vectors(chunk_ids)
         report.removed = list(found.removed)
         report.documents_removed += len(dead)
-
-    def _touch(self, found: SyncPlan) -> None:
-        if found.touched:
-            with self.store.write():
-                for rel, state in found.touched:
-                    self.store.synced.set_file(found.folder, rel, state)
 
     def _file(self, found: SyncPlan, rel: str, state: FileState, fate: list[str], report: SyncReport,
               inserted: InsertReport) -> None:
