@@ -141,8 +141,8 @@ def _print(result: dict[str, Any]) -> None:
     print("\n" + markdown_table(["format", "question", "vector top-1", "ppr top-1"],
                                 [[f["format"], f["question"], f["vector"], f["ppr"]] for f in facts]))
     memory = result["mbox_memory"]
-    print("\n" + markdown_table(["mbox messages", "MB", "documents read", "peak RSS MiB"],
-                                [[m["messages"], m["mbox_mb"], m["documents"], m["peak_rss_mb"]] for m in memory]))
+    rows = [[m["messages"], m["mbox_mb"], m["documents"], m["peak_rss_mb"]] for m in memory]
+    print("\n" + markdown_table(["mbox messages", "MB", "documents read", "peak RSS MiB"], rows))
     sync = result["sync"]
     print(f"\nsync of {sync['files']:,} files: first {sync['first_sync_s']} s, unchanged second "
           f"{sync['second_sync_s']} s (command {sync['second_command_s']} s; bar {SYNC_BAR_S} s), after "

@@ -71,8 +71,8 @@ def write_pdf(path: Path) -> None:
     pdf.set_title("Apiary Report")
     pdf.set_font("helvetica", size=12)
     pdf.add_page()
-    pdf.multi_cell(0, 8, "Apiary Report\nAda keeps her seven beehives behind the copper mill at Tromso harbour. "
-                   "The honey is harvested in late August and sold at the Saturday market.")
+    pdf.multi_cell(0, 8, "Apiary Report\nAda keeps her seven beehives behind the copper mill at Tromso "
+                   "harbour. The honey is harvested in late August and sold at the Saturday market.")
     pdf.add_page()
     pdf.multi_cell(0, 8, "Festival notes\nThe paper lantern festival is held every November in the town of "
                    "Lillehammer, where children carry lanterns across the frozen lake.")
@@ -130,8 +130,9 @@ def write_text_formats(folder: Path) -> None:
                                      "Sunday when the wind is westerly.\n", encoding="utf-8")
     (folder / "violin.txt").write_text("Bob's violin\nBob tunes his violin with a brass tuning fork "
                                        "that his grandfather brought from Cremona.\n", encoding="utf-8")
-    (folder / "players.csv").write_text("name,instrument,town\nOla Berg,trumpet,Narvik\n"
-                                        "Edda Moberg,cello,Bergen\nKari Lunde,flute,Molde\n", encoding="utf-8")
+    players = ("name,instrument,town\nOla Berg,trumpet,Narvik\nEdda Moberg,cello,Bergen\n"
+               "Kari Lunde,flute,Molde\n")
+    (folder / "players.csv").write_text(players, encoding="utf-8")
 
 
 def write_eml(path: Path) -> None:

@@ -140,15 +140,17 @@ def test_a_grown_mbox_keeps_its_old_messages(tmp_path: Path, model_folder) -> No
         ids = {d.id for d in rag.documents()}
         files.write_mbox(folder / "box.mbox", 7)  # the same six, then one more
         report = rag.sync(folder)
-        assert report.replaced == ["box.mbox"] and (report.documents_added, report.documents_removed) == (1, 0)
+        assert report.replaced == ["box.mbox"]
+        assert (report.documents_added, report.documents_removed) == (1, 0)
         assert ids < {d.id for d in rag.documents()}
 
 
 def test_watch_syncs_after_changes_until_interrupted(tmp_path: Path, model_folder) -> None:
     folder, index = _folder(tmp_path), tmp_path / "index"
-    watcher = subprocess.Popen([sys.executable, "-m", "edge_rag.cli", "sync", str(folder), "--index", str(index),
-                                "--watch", "--no-progress", "--json"], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    command = [sys.executable, "-m", "edge_rag.cli", "sync", str(folder), "--index", str(index), "--watch",
+               "--no-progress", "--json"]
+    watcher = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         assert json.loads(_next_report(watcher))["added"] == sorted(TEXTS)
         (folder / "lamps.txt").write_text("The lighthouse lamp at Lindesnes burns paraffin.")
