@@ -164,7 +164,7 @@ class EdgeRAG:
         transaction each), deleted ones removed, unchanged ones skipped on size and mtime. Only
         documents an earlier sync of this folder added are ever removed (``index/sync.py``)."""
         with WriteLock(self.directory), self.store.unmapped():
-            found = sync_plan(self.store, Path(folder), self.settings.follow_symlinks)
+            found = sync_plan(self.store, Path(folder), self.settings.follow_symlinks, self.directory)
             if dry_run:
                 return dry_report(found)
             if found.idle:

@@ -187,3 +187,17 @@ def test_a_json_list_of_200000_strings_is_one_error(tmp_path: Path, model_folder
     assert done.stderr.splitlines() == [f"edge-rag: error: {tmp_path}/lines.json: 200,000 record(s) are not "
                                         "JSON objects (#0, #1, #2, ...); a record must be an object with "
                                         "a text field (text, body, content)"]
+
+
+def test_an_mbox_without_messages_and_a_message_without_text(tmp_path: Path) -> None:
+    (tmp_path / "notes.mbox").write_text("just some text, no From lines\n", encoding="utf-8")
+    [error] = _read(tmp_path / "notes.mbox")
+    assert isinstance(error, BadDocument) and "no messages" in str(error)
+    message = files._message("Scanned invoice", "shop@example.org", "")
+    message.clear_content()
+    message.add_attachment(b"%PDF-1.4", maintype="application", subtype="pdf", filename="invoice.pdf")
+    (tmp_path / "invoice.eml").write_bytes(bytes(message))
+    doc, skipped = _read(tmp_path / "invoice.eml")
+    assert _text(doc).startswith("Scanned invoice\nFrom: shop@example.org")
+    assert doc.metadata["attachments"] == 1
+    assert isinstance(skipped, Skipped) and skipped.group == "attachment"

@@ -168,3 +168,11 @@ def _next_report(process: subprocess.Popen) -> str:
     while lines[-1] and lines[-1] != "}\n":
         lines.append(process.stdout.readline())
     return "".join(lines)
+
+
+def test_an_index_inside_the_folder_is_left_out(tmp_path: Path, model_folder) -> None:
+    folder = _folder(tmp_path)
+    with EdgeRAG.open(folder / "index", progress=False, extractor="none") as rag:
+        first = rag.sync(folder)
+        assert len(first.added) == 4 and first.warnings == [] and first.failed == []
+        assert rag.sync(folder).unchanged == 4

@@ -102,14 +102,18 @@ class _Busy(Exception):
     """The file changed while it was read."""
 
 
-def plan(store: GraphStore, root: Path, follow_symlinks: bool) -> SyncPlan:
-    """Compare the folder with the index's record of it; hashes only files whose stat moved."""
+def plan(store: GraphStore, root: Path, follow_symlinks: bool, index: Path | None = None) -> SyncPlan:
+    """Compare the folder with the index's record of it; hashes only files whose stat moved. The
+    ``index`` directory, when it lies inside the folder, is left out."""
     if not root.is_dir():
         raise EdgeRagError(f"{root}: not a folder (nothing synced, nothing removed)")
     found = SyncPlan(root, str(root.resolve()))
     known = store.synced.files(found.folder)
     present = set()
+    inside = _inside(root, index)
     for item in walk(root, follow_symlinks):
+        if inside is not None and _where(item).is_relative_to(inside):
+            continue
         if isinstance(item, Path):
             rel = item.relative_to(root).as_posix()
             present.add(rel)
@@ -119,6 +123,20 @@ def plan(store: GraphStore, root: Path, follow_symlinks: bool) -> SyncPlan:
     if not any(isinstance(i, BadDocument) for i in found.walk_items):
         found.removed = sorted(set(known) - present)
     return found
+
+
+def _where(item: Path | Item) -> Path:
+    return item if isinstance(item, Path) else Path(item.source)
+
+
+def _inside(root: Path, index: Path | None) -> Path | None:
+    """The index directory as a path under ``root`` as given, if it lies in the folder."""
+    if index is None:
+        return None
+    try:
+        return root / index.resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
 
 
 def _classify(found: SyncPlan, rel: str, path: Path, known: FileState | None) -> None:

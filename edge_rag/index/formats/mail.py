@@ -3,7 +3,8 @@
 
 A message's text is its Subject, then ``From:``, ``To:`` and ``Date:`` lines, then the body: the
 plain-text part when there is one, else the HTML part converted to visible text (``html.py``).
-Subject is the title (else the body's short first line, else the file stem); From, To, Date and
+Subject is the title (else the body's short first line, else the file stem; a message with
+attachments only is its headers); From, To, Date and
 Message-ID are metadata, and so is the number of attachments, which are not read (one warning
 with the count per insert). An mbox is read one message at a time (only the offsets of its
 messages are held), so memory stays flat however many it holds; its messages are named
@@ -39,8 +40,11 @@ def read(path: Path, max_bytes: int) -> Iterator[Item]:
         return
     box = mailbox.mbox(path, create=False)
     try:
+        number = -1
         for number, key in enumerate(box.iterkeys()):
             yield from _mbox_message(box, key, f"{path}#{number}", max_bytes)
+        if number < 0:
+            yield BadDocument(f"{path}: no messages (an mbox starts each message with a 'From ' line)")
     finally:
         box.close()
 
@@ -66,9 +70,9 @@ def _message(raw: bytes, source: str) -> Iterator[Item]:
     except BROKEN as exc:
         yield BadDocument(f"{source}: broken message ({type(exc).__name__}: {exc}); skipped")
         return
-    if not body.strip():
-        defects = ", ".join(sorted({type(d).__name__ for d in message.defects}))
-        why = f"broken message ({defects})" if defects else "message has no text part"
+    defects = ", ".join(sorted({type(d).__name__ for d in message.defects}))
+    if not body.strip() and (defects or not subject):
+        why = f"broken message ({defects})" if defects else "message has neither text nor subject"
         yield BadDocument(f"{source}: {why}; skipped")
         return
     lines = [subject] + [f"{h.title()}: {headers[h]}" for h in ("from", "to", "date") if h in headers]
