@@ -272,19 +272,20 @@ class Syncer:
                  inserted: InsertReport) -> tuple[int, bool] | None:
         """The file's documents in place of its old ones, one transaction. Returns (documents
         removed, whether the file gave any), or None when it was skipped for a missing extra."""
-        marks = (len(inserted.added), len(inserted.duplicates))
+        marks = _Marks.of(inserted)
         extra = _ExtraWatch(read_sources([path], self.max_bytes, self.follow_symlinks))
         with self.store.write():
             try:
                 self.indexer.write_documents(extra, inserted)
                 _check_unchanged(path, state)
             except BaseException:
-                self.indexer.unwrite(inserted.added[marks[0]:])
+                self.indexer.unwrite(inserted.added[marks.added:])
+                marks.restore(inserted)  # rolled back: none of it happened
                 raise
             if extra.missing:
                 return None
-            new = dict.fromkeys(inserted.added[marks[0]:], True)
-            for _, doc_id in inserted.duplicates[marks[1]:]:
+            new = dict.fromkeys(inserted.added[marks.added:], True)
+            for _, doc_id in inserted.duplicates[marks.duplicates:]:
                 new.setdefault(doc_id, False)
             dead = self._relink(found.folder, rel, new)
             chunk_ids = self.indexer.remove_rows(dead)
@@ -298,6 +299,27 @@ class Syncer:
         for doc_id, owned in new.items():
             synced.link(folder, rel, doc_id, owned or old.get(doc_id, False))
         return [doc for doc in old if doc not in new and synced.unlink(folder, rel, doc)]
+
+
+@dataclass(frozen=True)
+class _Marks:
+    """How far an insert report had come before a file: to undo the file's part of it."""
+
+    added: int
+    duplicates: int
+    failed: int
+    warnings: int
+    chunks: int
+
+    @classmethod
+    def of(cls, report: InsertReport) -> _Marks:
+        return cls(len(report.added), len(report.duplicates), len(report.failed), len(report.warnings),
+                   report.chunks)
+
+    def restore(self, report: InsertReport) -> None:
+        del report.added[self.added:], report.duplicates[self.duplicates:]
+        del report.failed[self.failed:], report.warnings[self.warnings:]
+        report.chunks = self.chunks
 
 
 class _ExtraWatch:
