@@ -21,6 +21,7 @@ from .errors import (
     UnknownMethod,
 )
 from .index import Document, InsertReport
+from .index.sync import SyncReport
 from .plan import Plan
 from .retrieve import Retrieval, RetrievedChunk
 
@@ -32,3 +33,4 @@ __all__ = [
     "ModelNotFound", "NoSuchDocument", "NoSuchEntity", "NotAnIndex", "Plan", "Retrieval", "RetrievedChunk",
     "SchemaMismatch", "Settings", "SettingsError", "UnknownMethod", "__version__",
 ]
+__all__ += ["SyncReport"]
