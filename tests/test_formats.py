@@ -201,3 +201,9 @@ def test_an_mbox_without_messages_and_a_message_without_text(tmp_path: Path) -> 
     assert _text(doc).startswith("Scanned invoice\nFrom: shop@example.org")
     assert doc.metadata["attachments"] == 1
     assert isinstance(skipped, Skipped) and skipped.group == "attachment"
+
+
+def test_the_format_extras_stay_out_of_import_time() -> None:
+    code = ("import sys, edge_rag, edge_rag.cli, edge_rag.index.sync\n"
+            "assert not {'pypdf', 'docx', 'watchdog'} & set(sys.modules), sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
