@@ -41,7 +41,8 @@ def read(path: Path, max_bytes: int) -> Iterator[Item]:
 
 def _check_package(path: Path, max_bytes: int) -> None:
     if not zipfile.is_zipfile(path):
-        raise BadDocument(f"{path}: not a Word .docx document (not a zip package); not read")
+        raise BadDocument(f"{path}: not a Word .docx document (not a zip package: password-protected, "
+                          "or an old .doc renamed?); not read")
     with zipfile.ZipFile(path) as package:
         if MAIN_PART not in package.namelist():
             raise BadDocument(f"{path}: not a Word .docx document (a zip without {MAIN_PART}: "
