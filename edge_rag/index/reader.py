@@ -158,6 +158,10 @@ def _visit(path: Path, entry: os.DirEntry, root: Path, follow_symlinks: bool, se
     if link and not path.exists():
         yield Skipped(str(path), "broken symbolic link, skipped")
         return
+    if not (link or is_dir):  # a plain entry of a folder the walk entered: inside, no need to resolve
+        yield path if entry.is_file() else Skipped(
+            str(path), "not a regular file (a pipe, socket or device), skipped")
+        return
     resolved = path.resolve()
     if link and not follow_symlinks and not resolved.is_relative_to(root):
         yield Skipped(str(path), f"symbolic link out of the folder (to {resolved}), skipped; "

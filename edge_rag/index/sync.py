@@ -111,13 +111,15 @@ def plan(store: GraphStore, root: Path, follow_symlinks: bool, index: Path | Non
     known = store.synced.files(found.folder)
     present = set()
     inside = _inside(root, index)
+    start = len(os.path.join(str(root), ""))  # walk paths are root/...: cut the prefix as a string
     for item in walk(root, follow_symlinks):
-        if inside is not None and _where(item).is_relative_to(inside):
+        where = str(item) if isinstance(item, Path) else item.source
+        if inside is not None and (where + os.sep).startswith(inside):
             continue
         if isinstance(item, Path):
-            rel = item.relative_to(root).as_posix()
+            rel = where[start:].replace(os.sep, "/")
             present.add(rel)
-            _classify(found, rel, item, known.get(rel))
+            _classify(found, rel, where, known.get(rel))
         else:
             found.walk_items.append(item)
     if not any(isinstance(i, BadDocument) for i in found.walk_items):
@@ -125,23 +127,20 @@ def plan(store: GraphStore, root: Path, follow_symlinks: bool, index: Path | Non
     return found
 
 
-def _where(item: Path | Item) -> Path:
-    return item if isinstance(item, Path) else Path(item.source)
-
-
-def _inside(root: Path, index: Path | None) -> Path | None:
-    """The index directory as a path under ``root`` as given, if it lies in the folder."""
+def _inside(root: Path, index: Path | None) -> str | None:
+    """The index directory as a path under ``root`` as given (with a trailing separator), if it
+    lies in the folder."""
     if index is None:
         return None
     try:
-        return root / index.resolve().relative_to(root.resolve())
+        return os.path.join(str(root / index.resolve().relative_to(root.resolve())), "")
     except ValueError:
         return None
 
 
-def _classify(found: SyncPlan, rel: str, path: Path, known: FileState | None) -> None:
+def _classify(found: SyncPlan, rel: str, path: str, known: FileState | None) -> None:
     try:
-        stat = path.stat()
+        stat = os.stat(path)
     except OSError as exc:
         found.walk_items.append(BadDocument(f"{path}: cannot read: {exc.strerror or exc}"))
         return
@@ -150,7 +149,7 @@ def _classify(found: SyncPlan, rel: str, path: Path, known: FileState | None) ->
     elif (known.size, known.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
         found.unchanged += 1
     else:
-        state = FileState(stat.st_size, stat.st_mtime_ns, file_sha256(path))
+        state = FileState(stat.st_size, stat.st_mtime_ns, file_sha256(Path(path)))
         if state.sha256 == known.sha256:
             found.touched.append((rel, state))
             found.unchanged += 1
