@@ -150,7 +150,8 @@ def _add_bundle(commands: Any) -> None:
 def _add_index(commands: Any) -> None:
     index = commands.add_parser("index", help="add files, folders or zip archives to an index",
                                 description="Add .txt, .md, .json/.jsonl (records with a 'text' "
-                                "field) files, folders (recursive) and .zip archives of them. "
+                                "field), .pdf, .html, .eml, .mbox, .docx and .csv files, folders "
+                                "(recursive) and .zip archives of text and records. "
                                 "Each document commits on its own; re-adding one is a no-op. "
                                 "Then the new chunks' entities and relations are extracted into "
                                 "the graph (and any left over by an interrupted run).")
