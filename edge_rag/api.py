@@ -130,7 +130,8 @@ class EdgeRAG:
     def insert(self, *paths: str | Path | Document, progress: bool | None = None) -> InsertReport:
         """Insert files, folders (recursive), zip archives or ``Document`` objects.
 
-        Supported files: .txt, .md, .json/.jsonl (records with a text field), .zip of those.
+        Supported files: .txt, .md, .json/.jsonl (records with a text field), .zip of those, and
+        .pdf, .html/.htm, .eml, .mbox, .docx, .csv (``index/formats/``; PDF and Word need extras).
         Each document commits on its own; duplicates (same content) are skipped and bad
         documents are reported in ``InsertReport.failed`` without stopping the rest.
         """
