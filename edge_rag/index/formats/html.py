@@ -1,9 +1,10 @@
 """HTML: the visible text of a page (standard library ``html.parser``), ``<title>`` as title.
 
 Left out: ``head`` (but its ``title``), ``script``, ``style``, ``noscript``, ``template``, ``svg``
-and page furniture (``nav``, ``footer``, ``aside``, ``form``, buttons). Block elements end lines. The file is parsed in blocks as it is read, so a page of tens
-of MB (mostly markup and inline scripts, as saved pages are) streams in bounded memory; the
-document size limit (``max_document_mb``) applies to the file. Bytes are UTF-8 (invalid ones
+and page furniture (``nav``, ``footer``, ``aside``, ``form``, buttons). Block elements end lines.
+The file is parsed in blocks as it is read, so a page of tens of MB (mostly markup and inline
+scripts, as saved pages are) streams in bounded memory; the document size limit
+(``max_document_mb``) applies to the file. Bytes are UTF-8 (invalid ones
 replaced). Also used for the HTML parts of e-mails (``html_to_text``).
 """
 
