@@ -30,6 +30,9 @@ WRITING_WAITING = 8
 JSON_LIMIT = 1 << 20
 UPLOAD_LIMIT_MB = 16.0
 FORM_OVERHEAD = 64 << 10
+# At shutdown a lane's worker finishes its step (the SLM's running call is interrupted; leaving
+# onnxruntime running while the interpreter exits would abort the process).
+CLOSE_WAIT_SECONDS = 30.0
 # Methods that never call the SLM, whatever the profile's planner and keyword extractor.
 SLM_FREE = ("vector", "none", "ppr", "titles")
 
@@ -48,6 +51,7 @@ class Service:
         self.rag = rag
         self.timeout = timeout
         self._reader, self._writer = rag.sibling(), rag.sibling()
+        self._slm = rag.slm
         self.generation = Lane("generation", queue)
         self.retrieval = Lane("retrieval", RETRIEVAL_WAITING)
         self.writing = Lane("writing", WRITING_WAITING)
@@ -77,11 +81,12 @@ class Service:
         answer stops at its next piece."""
         for lane in self.lanes():
             lane.closing = True
+        self._slm.interrupt()
 
     def close(self) -> None:
         """Stop the lanes, then close the index handles (the WAL is checkpointed)."""
         for lane in self.lanes():
-            lane.close()
+            lane.close(CLOSE_WAIT_SECONDS)
         for handle in (self._reader, self._writer, self.rag):
             handle.close()
 

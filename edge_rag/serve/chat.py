@@ -13,7 +13,7 @@ from ..answer import Answer
 from ..api import EdgeRAG
 from ..errors import EdgeRagError
 from ..retrieve import RETRIEVERS, RetrievedChunk
-from .queue import Job
+from .queue import Job, Stopped
 
 MAX_QUESTION_CHARS = 2000
 METHODS = (*sorted(RETRIEVERS), "auto")
@@ -99,6 +99,8 @@ def generate(job: Job, rag: EdgeRAG, request: ChatRequest) -> tuple[Answer, str,
     stops between two pieces when the job must stop. Returns (answer, finish reason, tokens)."""
     retrieval = rag.retrieve(request.query, method=request.method, top_k=request.top_k)
     retrieval.question = request.question
+    if job.stop_reason():
+        raise Stopped(job.stop_reason())
     answerer = rag.answerer
     saved = answerer.config
     answerer.config = replace(saved, max_new_tokens=min(saved.max_new_tokens, request.max_tokens))

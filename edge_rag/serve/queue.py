@@ -52,7 +52,10 @@ class Job:
 
     def emit(self, kind: str, value: Any = None) -> None:
         """Send an event (``piece``, ``done`` or ``error``) to the waiting request (any thread)."""
-        self._loop.call_soon_threadsafe(self.events.put_nowait, (kind, value))
+        try:
+            self._loop.call_soon_threadsafe(self.events.put_nowait, (kind, value))
+        except RuntimeError:  # the server's loop is closed: nobody is waiting any more
+            pass
 
     def cancel(self) -> None:
         """Stop this job at its next step (its client disconnected)."""

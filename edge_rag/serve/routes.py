@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 CLIENT_ERRORS = (BadRequest, BadDocument, UnknownMethod, ContextOverflow)
 KEEP_ALIVE_SECONDS = 1.0
+POLL_SECONDS = 0.2
 MAX_SOURCE_CHARS = 200
 PAGE_HEADERS = {"content-security-policy": "default-src 'self'; script-src 'unsafe-inline'; "
                 "style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
@@ -33,8 +34,11 @@ PAGE_HEADERS = {"content-security-policy": "default-src 'self'; script-src 'unsa
 
 def routes(service: Service) -> list[Route]:
     """Every endpoint, bound to the service."""
-    def bind(handler: Callable[[Service, Request], Any]) -> Callable[[Request], Any]:
-        return lambda request: handler(service, request)
+    def bind(handler: Callable[[Service, Request], Awaitable[Response]]
+             ) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return await handler(service, request)
+        return endpoint
 
     return [Route("/", bind(page)), Route("/health", bind(health)),
             Route("/v1/models", bind(models)),
@@ -84,8 +88,13 @@ async def _until_done(job: Job, request: Request) -> Any:
     """The job's result; a client that goes away while waiting cancels it."""
     result = asyncio.ensure_future(job.result())
     while not result.done():
-        await asyncio.wait([result], timeout=KEEP_ALIVE_SECONDS)
-        if not result.done() and await request.is_disconnected():
+        await asyncio.wait([result], timeout=POLL_SECONDS)
+        if result.done():
+            break
+        if job.stop_reason() == "shutdown":
+            result.cancel()
+            raise Stopped("shutdown")
+        if await request.is_disconnected():
             job.cancel()
     return result.result()
 
@@ -96,12 +105,19 @@ async def _events(service: Service, job: Job, asked: ChatRequest) -> AsyncIterat
     ident, model = chat.completion_id(), service.model
     try:
         yield _sse(chat.chunk(ident, model, {"role": "assistant", "content": ""}))
+        quiet = 0.0
         while True:
             try:
-                kind, value = await asyncio.wait_for(job.events.get(), KEEP_ALIVE_SECONDS)
+                kind, value = await asyncio.wait_for(job.events.get(), POLL_SECONDS)
             except asyncio.TimeoutError:
-                yield ": waiting\n\n"  # a comment: keeps proxies open, finds a client that left
-                continue
+                if job.stop_reason() == "shutdown":
+                    kind, value = "error", Stopped("shutdown")
+                else:
+                    quiet += POLL_SECONDS
+                    if quiet >= KEEP_ALIVE_SECONDS:  # a comment: keeps proxies open, finds a client that left
+                        quiet = 0.0
+                        yield ": waiting\n\n"
+                    continue
             if kind == "piece":
                 yield _sse(chat.chunk(ident, model, {"content": value}))
                 continue
