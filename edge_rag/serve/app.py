@@ -101,8 +101,8 @@ class Service:
 
     def queues(self) -> dict[str, dict[str, int]]:
         """Running and waiting jobs per lane."""
-        return {lane.name: {"running": int(lane.running is not None), "waiting": lane.waiting}
-                for lane in self.lanes()}
+        return {lane.name: {"running": int(lane.running is not None), "waiting": lane.waiting,
+                            "cancelled": lane.cancelled} for lane in self.lanes()}
 
     def generate(self, asked: ChatRequest) -> Job:
         """Queue an answer (QueueFull when the generation queue is full)."""

@@ -100,7 +100,8 @@ def generate(job: Job, rag: EdgeRAG, request: ChatRequest) -> tuple[Answer, str,
     retrieval = rag.retrieve(request.query, method=request.method, top_k=request.top_k)
     retrieval.question = request.question
     if job.stop_reason():
-        raise Stopped(job.stop_reason())
+        job.stopped = job.stop_reason()
+        raise Stopped(job.stopped)
     answerer = rag.answerer
     saved = answerer.config
     answerer.config = replace(saved, max_new_tokens=min(saved.max_new_tokens, request.max_tokens))
@@ -113,6 +114,7 @@ def generate(job: Job, rag: EdgeRAG, request: ChatRequest) -> tuple[Answer, str,
                 job.emit("piece", piece)
                 finish = job.stop_reason() or finish
                 if finish != "stop":
+                    job.stopped = finish
                     break
         finally:
             pieces.close()  # type: ignore[attr-defined]

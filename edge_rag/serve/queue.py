@@ -10,6 +10,7 @@ passed or the server is shutting down.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 import time
@@ -47,15 +48,14 @@ class Job:
         self.deadline = time.monotonic() + timeout
         self.events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.lane: Lane | None = None
+        self.stopped = ""  # why the work stopped early, set by the work itself
         self._loop = asyncio.get_running_loop()
         self._cancelled = False
 
     def emit(self, kind: str, value: Any = None) -> None:
         """Send an event (``piece``, ``done`` or ``error``) to the waiting request (any thread)."""
-        try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
             self._loop.call_soon_threadsafe(self.events.put_nowait, (kind, value))
-        except RuntimeError:  # the server's loop is closed: nobody is waiting any more
-            pass
 
     def cancel(self) -> None:
         """Stop this job at its next step (its client disconnected)."""
@@ -87,6 +87,7 @@ class Lane:
         self.name = name
         self.closing = False
         self.running: Job | None = None
+        self.cancelled = 0  # jobs stopped because their client left
         self._queue: queue.Queue[Job | None] = queue.Queue(maxsize=max(1, waiting))
         self._seconds: deque[float] = deque([1.0], maxlen=8)
         self._thread = threading.Thread(target=self._work, name=f"edge-rag-{name}", daemon=True)
@@ -133,6 +134,7 @@ class Lane:
     def _run(self, job: Job) -> None:
         reason = job.stop_reason()
         if reason:
+            self.cancelled += reason == "cancelled"
             job.emit("error", Stopped(reason))
             return
         started, self.running = time.monotonic(), job
@@ -141,5 +143,6 @@ class Lane:
         except BaseException as exc:  # handed to the request, which answers with a JSON error
             job.emit("error", exc)
         finally:
+            self.cancelled += job.stopped == "cancelled"
             self.running = None
             self._seconds.append(time.monotonic() - started)
