@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import signal
@@ -238,3 +239,34 @@ def test_without_the_extra_serve_names_the_install_command() -> None:
             "try:\n    require_extra()\nexcept MissingExtra as exc:\n    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "pip install 'edge-rag[serve]'" in out
+
+
+def test_a_chat_request_is_read_into_a_question() -> None:
+    from edge_rag.serve.chat import BadRequest, read_chat
+
+    asked = read_chat({"messages": [
+        {"role": "user", "content": "Who fixed the heating in the flat?"},
+        {"role": "assistant", "content": "Hollis did. [1]"},
+        {"role": "user", "content": [{"type": "text", "text": "When did he come?"}]}],
+        "max_tokens": 500, "method": "auto", "stream": True}, max_tokens=32)
+    assert asked.question == "When did he come?" and asked.stream and asked.method == "auto"
+    assert asked.query == "Who fixed the heating in the flat? When did he come?"  # a follow-up
+    assert asked.max_tokens == 32  # capped by the profile
+    alone = read_chat({"messages": [
+        {"role": "user", "content": "Who fixed the heating?"},
+        {"role": "user", "content": "What time does Adam move in on Saturday?"}]}, 32)
+    assert alone.query == alone.question and not alone.stream
+    with pytest.raises(BadRequest):
+        read_chat({"messages": [{"role": "system", "content": "hi"}]}, 32)
+
+
+def test_a_chunked_body_over_the_limit_is_refused_while_it_streams_in(served: Server) -> None:
+    url = urlparse(served.url)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    pieces = (b"x" * 65536 for _ in range(40))  # 2.5 MiB, no Content-Length
+    with contextlib.suppress(OSError):  # the server may answer and close before the body is in
+        connection.request("POST", "/v1/retrieve", pieces, {"Authorization": f"Bearer {TOKEN}",
+                                                            "Content-Type": "application/json"},
+                           encode_chunked=True)
+    reply = connection.getresponse()
+    assert reply.status == 413 and json.loads(reply.read())["error"]["type"] == "invalid_request_error"

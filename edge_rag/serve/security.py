@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import EdgeRagError
 
 TOKEN_ENV = "EDGE_RAG_TOKEN"
-OPEN_PATHS = ("/health", "/", "/index.html")
+OPEN_PATHS = ("/health", "/")
 MIN_TOKEN_CHARS = 16
 # An absolute path of two parts or more ("/home/pi/index/x"): never shown to a client.
 ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s/'\"]+/)+[^\s/'\"]*")
