@@ -118,6 +118,8 @@ def test_every_protected_endpoint_wants_the_token(served: Server) -> None:
             reply = served.request(method, path, body, token=token)
             assert reply.status == 401, (method, path, token)
             assert reply.json() == {"error": {"message": "unauthorized", "type": "authentication_error"}}
+    cors = served.request("GET", "/health", token=None, headers={"Origin": "http://evil.example"})
+    assert "access-control-allow-origin" not in cors.headers  # CORS is off unless configured
     health = served.request("GET", "/health", token=None).json()
     assert health["ready"] and health["models"]["slm"] == SMALL_SLM and health["index"]["documents"] > 0
     page = served.request("GET", "/", token=None)
@@ -182,10 +184,16 @@ def test_a_full_queue_answers_503_with_retry_after(lihua_index: Path, tmp_path: 
         threads = [threading.Thread(target=ask) for _ in range(5)]
         for thread in threads:
             thread.start()
-        retrieved = server.request("POST", "/v1/retrieve", {"question": QUESTION})  # not behind the answers
+        for _ in range(600):
+            if server.request("GET", "/health").json()["queues"]["generation"]["running"]:
+                break
+            time.sleep(0.05)
+        retrieved = server.request("POST", "/v1/retrieve", {"question": QUESTION})
+        generation = server.request("GET", "/health").json()["queues"]["generation"]
         for thread in threads:
             thread.join()
-        assert retrieved.status == 200
+        assert retrieved.status == 200 and retrieved.json()["chunks"]
+        assert generation["running"] or generation["waiting"]  # retrieved while an answer was generated
         busy = [r for r in replies if r.status == 503]
         assert busy and all(int(r.headers["retry-after"]) >= 1 for r in busy)
         assert all(r.json()["error"]["type"] == "unavailable" for r in busy)

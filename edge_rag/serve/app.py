@@ -104,9 +104,14 @@ class Service:
         return {lane.name: {"running": int(lane.running is not None), "waiting": lane.waiting,
                             "cancelled": lane.cancelled} for lane in self.lanes()}
 
-    def generate(self, asked: ChatRequest) -> Job:
-        """Queue an answer (QueueFull when the generation queue is full)."""
-        return self.generation.submit(Job(lambda job: chat.generate(job, self.rag, asked), self.timeout))
+    async def generate(self, asked: ChatRequest) -> Job:
+        """Retrieve (on the retrieval lane: the generation lane's handle never loads the vectors),
+        then queue the answer. A full generation queue refuses at once, before retrieving."""
+        self.generation.check_room()
+        retrieval = await self.retrieve(asked.query, asked.method, asked.top_k)
+        retrieval.question = asked.question
+        return self.generation.submit(Job(lambda job: chat.generate(job, self.rag, asked, retrieval),
+                                          self.timeout))
 
     async def retrieve(self, question: str, method: str, top_k: int | None) -> Retrieval:
         """Retrieval on its own lane, unless this profile's planner or keywords need the SLM."""

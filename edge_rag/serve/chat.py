@@ -12,7 +12,7 @@ from typing import Any
 from ..answer import Answer
 from ..api import EdgeRAG
 from ..errors import EdgeRagError
-from ..retrieve import RETRIEVERS, RetrievedChunk
+from ..retrieve import RETRIEVERS, Retrieval, RetrievedChunk
 from .queue import Job, Stopped
 
 MAX_QUESTION_CHARS = 2000
@@ -94,11 +94,9 @@ def _content(message: dict) -> str:
     return content if isinstance(content, str) else ""
 
 
-def generate(job: Job, rag: EdgeRAG, request: ChatRequest) -> tuple[Answer, str, int]:
-    """Retrieve and stream the answer on the generation lane, sending each piece as it comes;
-    stops between two pieces when the job must stop. Returns (answer, finish reason, tokens)."""
-    retrieval = rag.retrieve(request.query, method=request.method, top_k=request.top_k)
-    retrieval.question = request.question
+def generate(job: Job, rag: EdgeRAG, request: ChatRequest, retrieval: Retrieval) -> tuple[Answer, str, int]:
+    """Stream the answer on the generation lane, sending each piece as it comes; stops between
+    two pieces when the job must stop. Returns (answer, finish reason, tokens)."""
     if job.stop_reason():
         job.stopped = job.stop_reason()
         raise Stopped(job.stopped)

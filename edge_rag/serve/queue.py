@@ -98,6 +98,13 @@ class Lane:
         """Jobs queued behind the running one."""
         return self._queue.qsize()
 
+    def check_room(self) -> None:
+        """Raise QueueFull (Stopped while shutting down) unless a job can be queued now."""
+        if self.closing:
+            raise Stopped("shutdown")
+        if self._queue.full():
+            raise QueueFull(self.name, self.retry_after())
+
     def submit(self, job: Job) -> Job:
         """Queue a job, or raise QueueFull (Stopped while shutting down)."""
         if self.closing:

@@ -13,9 +13,10 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from ..errors import BadDocument, ContextOverflow, IndexLocked, NoSuchDocument, UnknownMethod
+from ..index import Document
 from ..index.reader import read_upload
 from . import chat
-from .chat import BadRequest, ChatRequest
+from .chat import BadRequest
 from .queue import Job, QueueFull, Stopped
 from .security import BodyTooLarge
 
@@ -71,9 +72,9 @@ async def models(service: Service, request: Request) -> Response:
 async def completions(service: Service, request: Request) -> Response:
     """``POST /v1/chat/completions``: an answer from the index, streamed or whole."""
     asked = chat.read_chat(await json_body(request), service.max_tokens)
-    job = service.generate(asked)
+    job = await service.generate(asked)
     if asked.stream:
-        return StreamingResponse(_events(service, job, asked), media_type="text/event-stream",
+        return StreamingResponse(_events(service, job), media_type="text/event-stream",
                                  headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
     try:
         answer, finish, tokens = await _until_done(job, request)
@@ -99,7 +100,7 @@ async def _until_done(job: Job, request: Request) -> Any:
     return result.result()
 
 
-async def _events(service: Service, job: Job, asked: ChatRequest) -> AsyncIterator[str]:
+async def _events(service: Service, job: Job) -> AsyncIterator[str]:
     """Server-sent events: a role chunk, content chunks, a last chunk with the sources; a
     disconnect (the generator is closed) cancels the job."""
     ident, model = chat.completion_id(), service.model
@@ -208,18 +209,11 @@ async def _uploaded(service: Service, request: Request) -> list[Any]:
             raise BadRequest("give JSON {\"text\": ..., \"source\": ...} or a multipart form with a 'file'")
         metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else None
         source = upload_name(str(body.get("source") or "text"))
-        items = [chat_document(body["text"], source, metadata)]
+        items = [Document.from_text(body["text"], source, metadata)]
     bad = [item for item in items if isinstance(item, BadDocument)]
     if bad:
         raise bad[0]
     return items
-
-
-def chat_document(text: str, source: str, metadata: dict | None) -> Any:
-    """A ``Document`` of posted text."""
-    from ..index import Document
-
-    return Document.from_text(text, source, metadata)
 
 
 def upload_name(name: str) -> str:
