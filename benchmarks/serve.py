@@ -8,8 +8,8 @@ One run, on loopback, over a copy of the LiHua-World index:
 1. the ``ask`` peak RSS of the profile, measured as ``benchmarks.memory`` does (a fresh process
    answering two questions);
 2. the server's retrieve overhead: ``--overhead`` distinct questions, each retrieved once by the
-   library in this process and once through ``POST /v1/retrieve`` (alternating, keep-alive
-   connection), p50 against p50;
+   library in this process and once through ``POST /v1/retrieve`` (keep-alive connection; which
+   goes first alternates), p50 against p50;
 3. the load: ``--chat`` clients asking questions (every other one streamed) and ``--retrieve``
    clients retrieving, all at once for ``--seconds``; a 503 must carry ``Retry-After`` (the
    client waits that long, at most 2 s, and goes on); every request started is answered. An
@@ -128,18 +128,17 @@ class Client:
 
 
 def _overhead(url: str, index: Path, profile: str, questions: list[str]) -> dict[str, Any]:
-    client, library, server = Client(url), [], []
+    client, library, server = Client(url), [], []  # type: Client, list[float], list[float]
     with EdgeRAG.open(index, profile, create=False) as rag:
         rag.retrieve("warm up", method="vector")
         client.post("/v1/retrieve", {"question": "warm up"}).read()
-        for question in questions:
-            start = time.perf_counter()
-            rag.retrieve(question, method="vector")
-            library.append((time.perf_counter() - start) * 1000)
-            start = time.perf_counter()
-            reply = client.post("/v1/retrieve", {"question": question, "method": "vector"})
-            reply.read()
-            server.append((time.perf_counter() - start) * 1000)
+        for number, question in enumerate(questions):
+            calls = [(library, lambda q=question: rag.retrieve(q, method="vector")),
+                     (server, lambda q=question: client.post("/v1/retrieve", {"question": q}).read())]
+            for times, call in calls if number % 2 else calls[::-1]:  # either goes first as often
+                start = time.perf_counter()
+                call()
+                times.append((time.perf_counter() - start) * 1000)
     lib, srv = percentiles(library, 2), percentiles(server, 2)
     return {"questions": len(questions), "library_ms": lib, "server_ms": srv,
             "overhead_p50_ms": round(srv["p50"] - lib["p50"], 2)}

@@ -45,12 +45,13 @@ class MemoryParser(MultiPartParser):
 
 class Service:
     """The index opened once with its models; the generation, retrieval and writing lanes, each
-    with its own handle (the handles share the embedder)."""
+    with its own handle (the handles share the embedder; the writer's opens on the first write)."""
 
     def __init__(self, rag: EdgeRAG, queue: int, timeout: float) -> None:
         self.rag = rag
         self.timeout = timeout
-        self._reader, self._writer = rag.sibling(), rag.sibling()
+        self._reader = rag.sibling()
+        self._writer: EdgeRAG | None = None  # opened by the first insert or delete
         self._slm = rag.slm
         self.generation = Lane("generation", queue)
         self.retrieval = Lane("retrieval", RETRIEVAL_WAITING)
@@ -88,7 +89,8 @@ class Service:
         for lane in self.lanes():
             lane.close(CLOSE_WAIT_SECONDS)
         for handle in (self._reader, self._writer, self.rag):
-            handle.close()
+            if handle is not None:
+                handle.close()
 
     def body_limit(self, path: str) -> int:
         """Bytes a request body to ``path`` may have."""
@@ -127,9 +129,11 @@ class Service:
     async def write(self, work: Callable[[EdgeRAG], T]) -> T:
         """Run an insert or delete on the writing lane (the generation lane when the profile
         extracts the graph with the SLM)."""
-        slm = self.rag.settings.extractor == "slm"
-        lane, rag = (self.generation, self.rag) if slm else (self.writing, self._writer)
-        return await self._run(lane, lambda: work(rag))
+        if self.rag.settings.extractor == "slm":
+            return await self._run(self.generation, lambda: work(self.rag))
+        self._writer = self._writer or self.rag.sibling()
+        writer = self._writer
+        return await self._run(self.writing, lambda: work(writer))
 
     async def _run(self, lane: Lane, work: Callable[[], T]) -> T:
         job = lane.submit(Job(lambda _job: work(), self.timeout))
