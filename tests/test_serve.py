@@ -197,7 +197,7 @@ def test_a_full_queue_answers_503_with_retry_after(lihua_index: Path, tmp_path: 
         busy = [r for r in replies if r.status == 503]
         assert busy and all(int(r.headers["retry-after"]) >= 1 for r in busy)
         assert all(r.json()["error"]["type"] == "unavailable" for r in busy)
-        assert all(r.status == 200 for r in replies if r not in busy) and len(busy) <= 3
+        assert all(r.status == 200 for r in replies if r not in busy) and len(busy) < len(replies)
     finally:
         assert server.stop() == 0
 
