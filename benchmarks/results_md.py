@@ -440,7 +440,8 @@ def _serve_one(result: Result) -> str:
                 down["exit_code"], down["seconds"], down["index_clean"], data["acceptance"]["met"]]]
     return "\n\n".join([
         f"### profile {data['profile']}: {data['chat_clients']} chat + {data['retrieve_clients']} retrieve "
-        f"clients, {data['seconds']:.0f} s, queue {data['queue']} (`{result.name}`)",
+        f"clients, {data['seconds']:.0f} s, queue {data['queue']}, load average "
+        f"{data.get('load_average_1min', '?')} at the end (`{result.name}`)",
         table(["endpoint", "requests", "answered", "errors", "503s", "p50 ms", "p95 ms"], rows),
         table(["server peak RSS MiB", "ask peak RSS MiB", "limit MiB", "retrieve p50 library ms",
                "retrieve p50 server ms", "overhead ms", "SIGTERM exit", "exit s", "index clean",

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import shutil
 import signal
 import sqlite3
@@ -91,6 +92,7 @@ def run(args: argparse.Namespace, index: Path, questions: list[str]) -> dict[str
               "sigterm_exit_0_within_5s": shutdown["exit_code"] == 0 and shutdown["seconds"] <= 5,
               "index_clean": shutdown["index_clean"]}
     return {"profile": args.profile, "seconds": args.seconds, "chat_clients": args.chat,
+            "load_average_1min": round(os.getloadavg()[0], 1),  # other work on the machine shows here
             "retrieve_clients": args.retrieve, "queue": args.queue, "endpoints": endpoints,
             "server_peak_rss_mb": round(peak, 1), "ask_peak_rss_mb": round(ask_peak, 1),
             "rss_limit_mb": limit, "retrieve_overhead": overhead, "shutdown": shutdown,
