@@ -278,3 +278,27 @@ def test_a_chunked_body_over_the_limit_is_refused_while_it_streams_in(served: Se
                            encode_chunked=True)
     reply = connection.getresponse()
     assert reply.status == 413 and json.loads(reply.read())["error"]["type"] == "invalid_request_error"
+
+
+def test_a_lane_runs_one_job_at_a_time_refuses_when_full_and_stops_late_jobs() -> None:
+    import asyncio
+
+    from edge_rag.serve.queue import Job, Lane, QueueFull, Stopped
+
+    async def scenario() -> None:
+        lane, gate = Lane("test", waiting=1), threading.Event()
+        first = lane.submit(Job(lambda job: gate.wait(30) and "first", timeout=60))
+        while lane.running is None:
+            await asyncio.sleep(0.01)
+        late = lane.submit(Job(lambda job: "late", timeout=0))  # its deadline passes while it waits
+        with pytest.raises(QueueFull) as full:
+            lane.submit(Job(lambda job: "third", timeout=60))
+        assert full.value.retry_after >= 1
+        gate.set()
+        assert await first.result() == "first"
+        with pytest.raises(Stopped) as stopped:
+            await late.result()
+        assert stopped.value.reason == "timeout"
+        lane.close()
+
+    asyncio.run(scenario())
