@@ -30,7 +30,7 @@ WRITING_WAITING = 8
 JSON_LIMIT = 1 << 20
 UPLOAD_LIMIT_MB = 16.0
 FORM_OVERHEAD = 64 << 10
-# At shutdown a lane's worker finishes its step (the SLM's running call is interrupted; leaving
+# At shutdown a lane's worker finishes its step (the SLM's and embedder's calls are interrupted; leaving
 # onnxruntime running while the interpreter exits would abort the process).
 CLOSE_WAIT_SECONDS = 30.0
 # Methods that never call the SLM, whatever the profile's planner and keyword extractor.
@@ -83,6 +83,7 @@ class Service:
         for lane in self.lanes():
             lane.closing = True
         self._slm.interrupt()
+        self.rag.embedder.interrupt()  # the answer stage embeds the evidence's lines
 
     def close(self) -> None:
         """Stop the lanes, then close the index handles (the WAL is checkpointed)."""
