@@ -461,6 +461,30 @@ def _titles_one(result: Result) -> str:
                         f"{data['queries']} dev queries; {builds}.", _when(result)])
 
 
+def serve(results: list[Result]) -> str:
+    """Requests, errors, 503s and latency per endpoint; memory, retrieve overhead, shutdown."""
+    return _each(_serve_one, results)
+
+
+def _serve_one(result: Result) -> str:
+    data = result.data
+    rows = [[name, e["requests"], e["answered"], e["errors"], e["rejected_503"], _f(e["ms"]["p50"], 1),
+             _f(e["ms"]["p95"], 1)] for name, e in data["endpoints"].items()]
+    over, down = data["retrieve_overhead"], data["shutdown"]
+    summary = [[data["server_peak_rss_mb"], data["ask_peak_rss_mb"], data["rss_limit_mb"],
+                _f(over["library_ms"]["p50"], 2), _f(over["server_ms"]["p50"], 2),
+                _f(over["overhead_p50_ms"], 2),
+                down["exit_code"], down["seconds"], down["index_clean"], data["acceptance"]["met"]]]
+    return "\n\n".join([
+        f"### profile {data['profile']}: {data['chat_clients']} chat + {data['retrieve_clients']} retrieve "
+        f"clients, {data['seconds']:.0f} s, queue {data['queue']}, load average "
+        f"{data.get('load_average_1min', '?')} at the end (`{result.name}`)",
+        table(["endpoint", "requests", "answered", "errors", "503s", "p50 ms", "p95 ms"], rows),
+        table(["server peak RSS MiB", "ask peak RSS MiB", "limit MiB", "retrieve p50 library ms",
+               "retrieve p50 server ms", "overhead ms", "SIGTERM exit", "exit s", "index clean",
+               "acceptance met"], summary), _when(result)])
+
+
 # -- any other shape -----------------------------------------------------------------------
 
 def generic(result: Result) -> str:
@@ -786,6 +810,12 @@ in one run (before plain files got titles: ppr R@5 0.70 against 0.876).""", form
 LiHua-World questions; the estimate of `edge_rag/budget.py` against the measured peak RSS
 (VmHWM). The Pi Zero 2 W profile is measured with its budget lifted; `fits` says what the
 budget check decides.""", memory, MEMORY_READING),
+    Section("Serving", ("serve.json",), """\
+`python -m benchmarks.serve`: `edge-rag serve` on loopback over a copy of the LiHua-World index,
+chat clients (every other answer streamed) and retrieve clients at once; a 503 carries
+`Retry-After`. The retrieve overhead pairs each question's library call with its HTTP call; the
+`ask` peak is `benchmarks.memory`'s child in the same run; last, SIGTERM during a streamed answer.
+The chat page in headless Chromium: [serve_chat_page.png](results/serve_chat_page.png).""", serve),
 ]
 
 

@@ -112,6 +112,14 @@ class EdgeRAG:
             store.close()
             raise
 
+    def sibling(self) -> EdgeRAG:
+        """Another handle on this index for another thread (``edge-rag serve``'s lanes): its own
+        SQLite connection and vector readers, this handle's embedder (loaded once, shared)."""
+        other = EdgeRAG(self.directory, self.settings,
+                        GraphStore.open(self.directory, self.settings, create=False))
+        other._embedder = self.embedder
+        return other
+
     def __enter__(self) -> EdgeRAG:
         return self
 

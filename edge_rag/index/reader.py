@@ -215,8 +215,28 @@ def _read_format(path: Path, suffix: str, max_bytes: int) -> Iterator[Item]:
         yield Skipped(str(path), str(exc), group=f"extra {FORMATS[suffix].extra}")
 
 
-def _read_zip(path: Path, max_bytes: int) -> Iterator[Item]:
-    archive = zipfile.ZipFile(path)
+def read_upload(name: str, data: bytes, max_bytes: int) -> Iterator[Item]:
+    """Documents from a file's bytes held in memory (``edge-rag serve``'s uploads): ``name``'s suffix
+    chooses the reader as for a file on disk, and nothing is written anywhere."""
+    suffix = PurePosixPath(name).suffix.lower()
+    try:
+        check_size(name, len(data), max_bytes)
+        if suffix not in SUPPORTED:
+            raise BadDocument(f"{name}: unsupported file type (supported: {', '.join(SUPPORTED)})")
+        if suffix == ".zip":
+            yield from _read_zip(name, max_bytes, zipfile.ZipFile(io.BytesIO(data)))
+            return
+        opener = capped_opener(name, lambda: io.BytesIO(data), max_bytes)
+        yield from _read_records(name, opener, suffix) if suffix in RECORD_SUFFIXES \
+            else [_text_document(name, opener)]
+    except BadDocument as exc:
+        yield exc
+    except READ_ERRORS as exc:
+        yield BadDocument(f"{name}: cannot read: {exc}")
+
+
+def _read_zip(path: Path | str, max_bytes: int, archive: zipfile.ZipFile | None = None) -> Iterator[Item]:
+    archive = archive or zipfile.ZipFile(path)
     members = sorted(i.filename for i in archive.infolist() if not i.is_dir())
     for name in members:
         suffix = PurePosixPath(name).suffix.lower()

@@ -79,6 +79,7 @@ class GqaDecoder:
         self.cache_dtype = cache_dtype(manifest)
         self.caches: list[KVCache] = []
         self.reused_tokens = 0
+        self.run_options = ort.RunOptions()  # SLM.interrupt sets its terminate flag
         # Exporter version 4 on: logits [batch, logits_count, vocab]; before: [batch, vocab].
         self.counted = "logits_count" in {i.name for i in session.get_inputs()}
         self._logits = np.zeros((1, 1, self.vocab) if self.counted else (1, self.vocab), np.float32)
@@ -118,7 +119,7 @@ class GqaDecoder:
             total = self._check(cache, 1)
             ids, seqlens, total_length, _ = cache.step_inputs
             ids[0, 0], seqlens[0], total_length[...] = int(token), total - 1, total
-            self.session.run_with_iobinding(self._step_binding(cache))
+            self.session.run_with_iobinding(self._step_binding(cache), self.run_options)
             cache.ids.append(int(token))
             rows.append(self._last.copy())
         return np.stack(rows)
@@ -131,7 +132,7 @@ class GqaDecoder:
         binding = self._bind_cache(self.session.io_binding(), cache, logits=False)
         self._bind_inputs(binding, list(tokens), total, len(tokens))
         binding.bind_output("logits", "cpu")
-        self.session.run_with_iobinding(binding)
+        self.session.run_with_iobinding(binding, self.run_options)
         cache.ids.extend(int(t) for t in tokens)
         return binding.get_outputs()[-1].numpy()[0].copy()  # bound last; it dies with the binding
 
@@ -159,7 +160,7 @@ class GqaDecoder:
     def _run(self, cache: KVCache, new: list[int]) -> None:
         total = self._check(cache, len(new))
         binding = self._bind_inputs(self.session.io_binding(), new, total, 1)
-        self.session.run_with_iobinding(self._bind_cache(binding, cache))
+        self.session.run_with_iobinding(self._bind_cache(binding, cache), self.run_options)
         cache.ids.extend(new)
 
     def _bind_inputs(self, binding: ort.IOBinding, new: list[int], total: int,

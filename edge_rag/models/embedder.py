@@ -63,6 +63,7 @@ class Embedder:
         self._lock = threading.Lock()
         self._input_names: set[str] = set()
         self._recent: dict[str, np.ndarray] = {}
+        self.run_options = ort.RunOptions()  # interrupt() sets its terminate flag
 
     @property
     def session(self) -> ort.InferenceSession:
@@ -177,6 +178,11 @@ class Embedder:
             self._recent[text] = self.embed([text])[0]
         return self._recent[text].copy()
 
+    def interrupt(self) -> None:
+        """Make the running embedding (and every later one) fail at once: a server shutting down
+        does not wait for a batch."""
+        self.run_options.terminate = True
+
     def forget(self) -> None:
         """Forget the remembered texts (``embed_one``): the next call embeds afresh."""
         self._recent.clear()
@@ -194,7 +200,7 @@ class Embedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = session.run(None, feeds)[0]
+        hidden = session.run(None, feeds, self.run_options)[0]
         return _normalise(_mean_pool(hidden, mask))
 
 

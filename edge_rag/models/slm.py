@@ -108,11 +108,17 @@ class SLM:
         self._prefix: tuple[list[int], list[ort.OrtValue]] | None = None
         self._gqa = GqaDecoder(self.session, manifest, self.context_tokens) \
             if manifest.get("graph") == "gqa" else None
+        self.run_options = self._gqa.run_options if self._gqa is not None else ort.RunOptions()
 
     @classmethod
     def from_path(cls, path: str | Path, threads: int = 0, context_tokens: int | None = None) -> SLM:
         """Load an exported SLM folder."""
         return cls(ModelFolder.open(Path(path), SLM_HINT), threads, context_tokens)
+
+    def interrupt(self) -> None:
+        """Make the running model call (and every later one) fail at once: a server shutting down
+        does not wait for an answer's prefill."""
+        self.run_options.terminate = True
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -374,7 +380,7 @@ class SLM:
             binding.bind_ortvalue_input(f"past_key_values.{layer}.value", past[2 * layer + 1])
         for name in self._outputs:
             binding.bind_output(name, "cpu")
-        self.session.run_with_iobinding(binding)
+        self.session.run_with_iobinding(binding, self.run_options)
         outputs = binding.get_outputs()
         return outputs[0].numpy()[:, -1, :], outputs[1:]
 

@@ -1,0 +1,182 @@
+"""The service behind the endpoints (models loaded once, three lanes) and the ASGI app around it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException, MultiPartParser
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..api import EdgeRAG
+from ..errors import EdgeRagError
+from ..retrieve import Retrieval
+from . import chat
+from .chat import BadRequest, ChatRequest
+from .queue import Job, Lane, Stopped
+from .routes import describe_error, routes
+from .security import ASGIApp, Guard, clean_message
+
+T = TypeVar("T")
+RETRIEVAL_WAITING = 64
+WRITING_WAITING = 8
+JSON_LIMIT = 1 << 20
+UPLOAD_LIMIT_MB = 16.0
+FORM_OVERHEAD = 64 << 10
+# At shutdown a lane's worker finishes its step (the SLM's and embedder's calls are interrupted; leaving
+# onnxruntime running while the interpreter exits would abort the process).
+CLOSE_WAIT_SECONDS = 30.0
+# Methods that never call the SLM, whatever the profile's planner and keyword extractor.
+SLM_FREE = ("vector", "none", "ppr", "titles")
+
+
+class MemoryParser(MultiPartParser):
+    """Multipart parsing that keeps an uploaded file in memory: never spooled to a disk file."""
+
+    spool_max_size = 1 << 40
+
+
+class Service:
+    """The index opened once with its models; the generation, retrieval and writing lanes, each
+    with its own handle (the handles share the embedder; the writer's opens on the first write)."""
+
+    def __init__(self, rag: EdgeRAG, queue: int, timeout: float) -> None:
+        self.rag = rag
+        self.timeout = timeout
+        self._reader = rag.sibling()
+        self._writer: EdgeRAG | None = None  # opened by the first insert or delete
+        self._slm = rag.slm
+        self.generation = Lane("generation", queue)
+        self.retrieval = Lane("retrieval", RETRIEVAL_WAITING)
+        self.writing = Lane("writing", WRITING_WAITING)
+        settings = rag.settings
+        self.model = settings.slm
+        self.max_tokens = settings.answer_max_tokens if settings.answer_stage == "plain" \
+            else settings.focus_max_new_tokens
+        self.upload_limit = int(min(settings.max_document_mb, UPLOAD_LIMIT_MB) * 2**20)
+
+    @classmethod
+    def start(cls, index: Path, profile: str | None, queue: int, timeout: float) -> Service:
+        """Open the index and load every model now, not on the first request."""
+        rag = EdgeRAG.open(index, profile, create=False)
+        try:
+            _ = (rag.slm, rag.embedder, rag.answerer)
+            return cls(rag, queue, timeout)
+        except BaseException:
+            rag.close()
+            raise
+
+    def lanes(self) -> tuple[Lane, Lane, Lane]:
+        """Generation, retrieval, writing."""
+        return self.generation, self.retrieval, self.writing
+
+    def shutting_down(self) -> None:
+        """Mark every lane closing (plain flag writes: called from the signal handler); the running
+        answer stops at its next piece."""
+        for lane in self.lanes():
+            lane.closing = True
+        self._slm.interrupt()
+        self.rag.embedder.interrupt()  # the answer stage embeds the evidence's lines
+
+    def close(self) -> None:
+        """Stop the lanes, then close the index handles (the WAL is checkpointed)."""
+        for lane in self.lanes():
+            lane.close(CLOSE_WAIT_SECONDS)
+        for handle in (self._reader, self._writer, self.rag):
+            if handle is not None:
+                handle.close()
+
+    def body_limit(self, path: str) -> int:
+        """Bytes a request body to ``path`` may have."""
+        return self.upload_limit + FORM_OVERHEAD if path == "/v1/documents" else JSON_LIMIT
+
+    def models(self) -> dict[str, str]:
+        """The models in use (names only)."""
+        settings = self.rag.settings
+        return {"slm": settings.slm, "embedder": settings.embedder, "planner": settings.planner}
+
+    def queues(self) -> dict[str, dict[str, int]]:
+        """Running and waiting jobs per lane."""
+        return {lane.name: {"running": int(lane.running is not None), "waiting": lane.waiting,
+                            "cancelled": lane.cancelled} for lane in self.lanes()}
+
+    async def generate(self, asked: ChatRequest) -> Job:
+        """Retrieve (on the retrieval lane: the generation lane's handle never loads the vectors),
+        then queue the answer. A full generation queue refuses at once, before retrieving."""
+        self.generation.check_room()
+        retrieval = await self.retrieve(asked.query, asked.method, asked.top_k)
+        retrieval.question = asked.question
+        return self.generation.submit(Job(lambda job: chat.generate(job, self.rag, asked, retrieval),
+                                          self.timeout))
+
+    async def retrieve(self, question: str, method: str, top_k: int | None) -> Retrieval:
+        """Retrieval on its own lane, unless this profile's planner or keywords need the SLM."""
+        settings = self.rag.settings
+        uses_slm = method not in SLM_FREE and "slm" in (settings.planner, settings.keyword_extractor)
+        lane, rag = (self.generation, self.rag) if uses_slm else (self.retrieval, self._reader)
+        return await self._run(lane, lambda: rag.retrieve(question, method=method, top_k=top_k))
+
+    async def read(self, work: Callable[[EdgeRAG], T]) -> T:
+        """Run a read of the index on the retrieval lane."""
+        return await self._run(self.retrieval, lambda: work(self._reader))
+
+    async def write(self, work: Callable[[EdgeRAG], T]) -> T:
+        """Run an insert or delete on the writing lane (the generation lane when the profile
+        extracts the graph with the SLM)."""
+        if self.rag.settings.extractor == "slm":
+            return await self._run(self.generation, lambda: work(self.rag))
+        self._writer = self._writer or self.rag.sibling()
+        writer = self._writer
+        return await self._run(self.writing, lambda: work(writer))
+
+    async def _run(self, lane: Lane, work: Callable[[], T]) -> T:
+        job = lane.submit(Job(lambda _job: work(), self.timeout))
+        try:
+            return await asyncio.wait_for(job.result(), self.timeout)
+        except asyncio.TimeoutError:
+            raise Stopped("timeout") from None
+        finally:
+            job.cancel()
+
+    async def read_upload(self, request: Request) -> tuple[str, bytes]:
+        """The ``file`` field of a multipart form: its name and bytes, in memory."""
+        parser = MemoryParser(request.headers, request.stream(), max_files=1, max_fields=8,
+                              max_part_size=FORM_OVERHEAD)
+        try:
+            form = await parser.parse()
+        except MultiPartException as exc:
+            raise BadRequest(f"bad multipart form: {exc.message}") from None
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise BadRequest("the form has no 'file' field")
+        return upload.filename or "upload", await upload.read()
+
+
+def build_app(service: Service, token: str | None, cors: list[str] | None = None) -> ASGIApp:
+    """The ASGI app: routes, JSON errors, the token and size guard, CORS only when configured."""
+    app = Starlette(routes=routes(service), exception_handlers={
+        EdgeRagError: _error, HTTPException: _http_error, Exception: _error})
+    guarded: ASGIApp = Guard(app, token, service.body_limit)
+    if cors:
+        guarded = CORSMiddleware(guarded, allow_origins=cors, allow_methods=["GET", "POST", "DELETE"],
+                                 allow_headers=["authorization", "content-type"])
+    return guarded
+
+
+async def _error(request: Request, exc: Exception) -> Response:
+    status, kind, message = describe_error(exc)
+    headers = {"retry-after": str(getattr(exc, "retry_after", 5))} if status == 503 else None
+    return JSONResponse({"error": {"message": clean_message(message), "type": kind}}, status, headers)
+
+
+async def _http_error(request: Request, exc: Any) -> Response:
+    kind = "not_found" if exc.status_code == 404 else "invalid_request_error"
+    return JSONResponse({"error": {"message": clean_message(str(exc.detail)), "type": kind}},
+                        exc.status_code, getattr(exc, "headers", None))

@@ -1,0 +1,167 @@
+"""The OpenAI chat-completions shapes: a request read into a question, an answer written as a
+completion or as stream chunks, with edge-rag's sources, method and timings as extra fields."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..answer import Answer
+from ..api import EdgeRAG
+from ..errors import EdgeRagError
+from ..retrieve import RETRIEVERS, Retrieval, RetrievedChunk
+from .queue import Job, Stopped
+
+MAX_QUESTION_CHARS = 2000
+METHODS = (*sorted(RETRIEVERS), "auto")
+# A short follow-up that points back ("and when did he come?") is retrieved together with the
+# previous question; the answer stage still sees the question alone.
+FOLLOW_UP_WORDS = 8
+POINTERS = re.compile(r"\b(it|its|he|she|him|his|her|they|them|their|that|this|those|these|there|"
+                      r"then)\b", re.IGNORECASE)
+
+
+class BadRequest(EdgeRagError):
+    """A request the server cannot read (answered 400)."""
+
+
+@dataclass
+class ChatRequest:
+    """What a chat-completions request asks for."""
+
+    question: str
+    query: str
+    method: str
+    top_k: int | None
+    max_tokens: int
+    stream: bool
+
+
+def read_chat(body: Any, max_tokens: int) -> ChatRequest:
+    """Validate a chat-completions body; ``max_tokens`` is capped by the profile's answer length."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+        raise BadRequest("'messages' must be a non-empty list of {role, content} objects")
+    users = [_content(m) for m in body["messages"] if isinstance(m, dict) and m.get("role") == "user"]
+    if not users or not users[-1].strip():
+        raise BadRequest("no user message with text: the last user message is the question")
+    question = check_question(users[-1])
+    asked = body.get("max_completion_tokens", body.get("max_tokens"))
+    if asked is not None and (not isinstance(asked, int) or isinstance(asked, bool) or asked < 1):
+        raise BadRequest("'max_tokens' must be a positive integer")
+    return ChatRequest(question, follow_up_query(users[:-1], question), read_method(body),
+                       read_top_k(body), min(asked or max_tokens, max_tokens), body.get("stream") is True)
+
+
+def check_question(text: Any) -> str:
+    """A question as a non-empty string within the length limit."""
+    if not isinstance(text, str) or not text.strip():
+        raise BadRequest("the question must be a non-empty string")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise BadRequest(f"the question is longer than {MAX_QUESTION_CHARS} characters")
+    return text.strip()
+
+
+def read_method(body: dict) -> str:
+    """The ``method`` extra field (default vector)."""
+    method = body.get("method", "vector")
+    if method not in METHODS:
+        raise BadRequest(f"'method' must be one of {', '.join(METHODS)}")
+    return str(method)
+
+
+def read_top_k(body: dict) -> int | None:
+    """The ``top_k`` extra field (default: the profile's)."""
+    top_k = body.get("top_k")
+    if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 50):
+        raise BadRequest("'top_k' must be an integer from 1 to 50")
+    return top_k
+
+
+def follow_up_query(earlier: list[str], question: str) -> str:
+    """The text to retrieve with: a short question that points back is joined to the last one."""
+    if earlier and len(question.split()) <= FOLLOW_UP_WORDS and POINTERS.search(question):
+        return f"{earlier[-1].strip()[:MAX_QUESTION_CHARS]} {question}"
+    return question
+
+
+def _content(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return content if isinstance(content, str) else ""
+
+
+def generate(job: Job, rag: EdgeRAG, request: ChatRequest, retrieval: Retrieval) -> tuple[Answer, str, int]:
+    """Stream the answer on the generation lane, sending each piece as it comes; stops between
+    two pieces when the job must stop. Returns (answer, finish reason, tokens)."""
+    if job.stop_reason():
+        job.stopped = job.stop_reason()
+        raise Stopped(job.stopped)
+    answerer = rag.answerer
+    saved = answerer.config
+    answerer.config = replace(saved, max_new_tokens=min(saved.max_new_tokens, request.max_tokens))
+    finish = "stop"
+    try:
+        stream = answerer.stream(request.question, retrieval)
+        pieces = iter(stream)
+        try:
+            for piece in pieces:
+                job.emit("piece", piece)
+                finish = job.stop_reason() or finish
+                if finish != "stop":
+                    job.stopped = finish
+                    break
+        finally:
+            pieces.close()  # type: ignore[attr-defined]
+    finally:
+        answerer.config = saved
+    return stream.answer, finish, rag.slm.count_tokens(stream.answer.text)
+
+
+def sources(chunks: list[RetrievedChunk]) -> list[dict[str, Any]]:
+    """Numbered sources as the API shows them (a file's name, never its path)."""
+    return [{"n": n, "doc_id": c.doc_id, "source": short_source(c.source), "chunk_id": c.chunk_id,
+             "text": c.text} for n, c in enumerate(chunks, 1)]
+
+
+def short_source(source: str) -> str:
+    """The last part of a document's source path."""
+    return source.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or source
+
+
+def extras(answer: Answer) -> dict[str, Any]:
+    """edge-rag's fields beside OpenAI's: sources, method, timings, the planner's choice."""
+    data = answer.to_dict()
+    return {"sources": sources(answer.sources), "method": answer.method,
+            "timings_ms": data["timings_ms"], "plan": data["plan"]}
+
+
+def completion_id() -> str:
+    """A fresh ``chatcmpl-…`` id."""
+    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+
+def completion(model: str, answer: Answer, finish: str, tokens: int) -> dict[str, Any]:
+    """A whole ``chat.completion`` object."""
+    prompt = int(answer.timings.get("prompt_tokens", 0))
+    return {"id": completion_id(), "object": "chat.completion", "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer.text},
+                         "finish_reason": finish_reason(finish)}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens},
+            **extras(answer)}
+
+
+def chunk(ident: str, model: str, delta: dict[str, Any], finish: str | None = None,
+          **extra: Any) -> dict[str, Any]:
+    """One ``chat.completion.chunk`` of a stream."""
+    return {"id": ident, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+
+def finish_reason(finish: str) -> str:
+    """OpenAI's name: an answer cut by its time limit ends as ``length``."""
+    return "length" if finish == "timeout" else "stop"

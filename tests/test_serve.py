@@ -1,0 +1,304 @@
+"""``edge-rag serve`` for real: a server process on loopback with the small SLM, the official
+``openai`` client, raw HTTP for the security rules, SIGTERM during a streamed answer."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from edge_rag import EdgeRAG
+
+from .conftest import ROOT, SMALL_SLM
+from .serve_helpers import TOKEN, Server, copy_index, multipart, small_profile
+
+QUESTION = "When does Li Hua check in with Adam about moving in?"
+LEAKS = ("Traceback", 'File "', "/tmp/", "/root/", "site-packages", str(ROOT))
+
+
+@pytest.fixture(scope="module")
+def served(lihua_index: Path, tmp_path_factory: pytest.TempPathFactory):
+    """One server (token required) over a private copy of the LiHua index."""
+    folder = tmp_path_factory.mktemp("served")
+    server = Server(copy_index(lihua_index, folder), small_profile(folder), cwd=folder)
+    server.folder = folder  # type: ignore[attr-defined]
+    yield server
+    assert server.stop() == 0
+
+
+def _client(server: Server):
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=TOKEN, max_retries=0)
+
+
+def test_the_openai_client_gets_a_whole_answer_with_sources(served: Server) -> None:
+    reply = _client(served).chat.completions.create(
+        model=SMALL_SLM, messages=[{"role": "user", "content": QUESTION}])
+    assert reply.model == SMALL_SLM and reply.choices[0].finish_reason == "stop"
+    assert reply.choices[0].message.content.strip()
+    sources = reply.model_extra["sources"]
+    assert sources and sources[0]["n"] == 1 and sources[0]["text"].strip()
+    assert {"doc_id", "source", "chunk_id"} <= set(sources[0])
+    assert "/" not in sources[0]["source"]  # a file's name, never a server path
+    assert reply.model_extra["method"] == "vector" and reply.usage.completion_tokens > 0
+
+
+def test_the_openai_client_streams_an_answer_with_sources(served: Server) -> None:
+    chunks = list(_client(served).chat.completions.create(
+        model=SMALL_SLM, stream=True,
+        messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": QUESTION}]))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text.strip() and len(chunks) > 3
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert chunks[-1].model_extra["sources"][0]["text"]
+    assert all(c.model == SMALL_SLM for c in chunks)
+
+
+def test_the_method_rides_in_an_extra_field_and_models_are_listed(served: Server) -> None:
+    client = _client(served)
+    reply = client.chat.completions.create(model="any", messages=[{"role": "user", "content": QUESTION}],
+                                           extra_body={"method": "ppr", "max_tokens": 4})
+    assert reply.model_extra["method"] == "ppr"
+    assert [m.id for m in client.models.list()] == [SMALL_SLM]
+
+
+def test_retrieve_answers_chunks_plan_and_timings(served: Server) -> None:
+    asked = {"question": QUESTION, "method": "auto", "top_k": 3}
+    found = served.request("POST", "/v1/retrieve", asked).json()
+    assert len(found["chunks"]) == 3 and found["chunks"][0]["text"] and found["plan"]["method"]
+    assert found["timings_ms"]
+
+
+def test_documents_are_added_listed_found_and_deleted(served: Server) -> None:
+    text = "The lighthouse keeper Oswin Marrow repaints the red lantern every April."
+    added = served.request("POST", "/v1/documents", {"text": text, "source": "lighthouse.txt"})
+    assert added.status == 201, added.body
+    doc_id = added.json()["added"][0]
+    listed = served.request("GET", "/v1/documents").json()["data"]
+    assert {"doc_id": doc_id, "source": "lighthouse.txt"}.items() <= next(
+        d for d in listed if d["doc_id"] == doc_id).items()
+    found = served.request("POST", "/v1/retrieve", {"question": "Who repaints the red lantern?", "top_k": 1})
+    assert found.json()["chunks"][0]["doc_id"] == doc_id
+    assert served.request("DELETE", f"/v1/documents/{doc_id}").json()["chunks_deleted"] == 1
+    gone = served.request("DELETE", f"/v1/documents/{doc_id}")
+    assert gone.status == 404 and gone.json()["error"]["type"] == "not_found"
+
+
+def test_an_upload_named_to_climb_out_stays_inside(served: Server) -> None:
+    folder: Path = served.folder  # type: ignore[attr-defined]
+    before = {p for p in folder.parent.rglob("*")}
+    body, kind = multipart("file", "../../x.txt", b"Quillon the ferryman sails at dawn on Tuesdays.")
+    added = served.request("POST", "/v1/documents", raw=body, headers={"Content-Type": kind})
+    assert added.status == 201, added.body
+    doc_id = added.json()["added"][0]
+    listed = {d["doc_id"]: d["source"] for d in served.request("GET", "/v1/documents").json()["data"]}
+    assert listed[doc_id] == "x.txt"
+    created = {p for p in folder.parent.rglob("*")} - before
+    assert all(p.is_relative_to(folder / "index") for p in created), created
+    assert not (folder.parent.parent / "x.txt").exists() and not (folder.parent / "x.txt").exists()
+    served.request("DELETE", f"/v1/documents/{doc_id}")
+
+
+def test_every_protected_endpoint_wants_the_token(served: Server) -> None:
+    calls = [("GET", "/v1/models", None), ("POST", "/v1/chat/completions", {"messages": []}),
+             ("POST", "/v1/retrieve", {"question": "x"}), ("GET", "/v1/documents", None),
+             ("POST", "/v1/documents", {"text": "x"}), ("DELETE", "/v1/documents/abc", None)]
+    for token in (None, "wrong-token-0123456789", TOKEN + "x"):
+        for method, path, body in calls:
+            reply = served.request(method, path, body, token=token)
+            assert reply.status == 401, (method, path, token)
+            assert reply.json() == {"error": {"message": "unauthorized", "type": "authentication_error"}}
+    cors = served.request("GET", "/health", token=None, headers={"Origin": "http://evil.example"})
+    assert "access-control-allow-origin" not in cors.headers  # CORS is off unless configured
+    health = served.request("GET", "/health", token=None).json()
+    assert health["ready"] and health["models"]["slm"] == SMALL_SLM and health["index"]["documents"] > 0
+    page = served.request("GET", "/", token=None)
+    assert page.status == 200 and b"<script>" in page.body and "frame-ancestors" in page.headers[
+        "content-security-policy"]
+
+
+def test_bad_input_gets_json_errors_without_tracebacks_or_paths(served: Server) -> None:
+    chat, hi = "/v1/chat/completions", [{"role": "user", "content": "hi"}]
+    body, kind = multipart("file", "binary.txt", b"\x00\x01\x02" * 100)
+    cases = [
+        (413, served.oversized(chat, 10 * 2**20)),
+        (413, served.oversized("/v1/documents", 20 * 2**20)),
+        (400, served.request("POST", chat, raw=b"{not json")),
+        (400, served.request("POST", chat, {"messages": "hi"})),
+        (400, served.request("POST", chat, {"messages": [{"role": "user", "content": "x" * 5000}]})),
+        (400, served.request("POST", chat, {"messages": hi, "method": "magic"})),
+        (400, served.request("POST", chat, {"messages": hi, "max_tokens": -1})),
+        (400, served.request("POST", "/v1/retrieve", {"question": ""})),
+        (400, served.request("POST", "/v1/retrieve", [1, 2])),
+        (400, served.request("POST", "/v1/documents", {"text": "   "})),
+        (400, served.request("POST", "/v1/documents", raw=body, headers={"Content-Type": kind})),
+        (400, served.request("POST", "/v1/documents", raw=b"--x\r\n", headers={
+            "Content-Type": "multipart/form-data; boundary=x"})),
+        (404, served.request("GET", "/v1/nothing")),
+        (405, served.request("GET", chat)),
+    ]
+    for status, reply in cases:
+        assert reply.status == status, (status, reply.status, reply.body[:300])
+        error = reply.json()["error"]
+        assert set(error) == {"message", "type"} and error["message"]
+        assert not any(leak in reply.body.decode() for leak in LEAKS), reply.body
+
+
+def test_a_client_that_leaves_stops_its_answer(served: Server) -> None:
+    before = served.request("GET", "/health").json()["queues"]["generation"]["cancelled"]
+    url = urlparse(served.url)
+    for _ in range(3):
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+        body = json.dumps({"stream": True, "messages": [{"role": "user", "content": QUESTION}]})
+        connection.request("POST", "/v1/chat/completions", body, {"Authorization": f"Bearer {TOKEN}"})
+        reply = connection.getresponse()
+        assert reply.status == 200 and reply.readline().startswith(b"data: ")
+        connection.close()  # gone before the answer
+    for _ in range(600):
+        queues = served.request("GET", "/health").json()["queues"]["generation"]
+        if queues["cancelled"] > before and not queues["running"] and not queues["waiting"]:
+            break
+        time.sleep(0.1)
+    assert queues["cancelled"] > before
+    again = _client(served).chat.completions.create(model=SMALL_SLM,
+                                                    messages=[{"role": "user", "content": QUESTION}])
+    assert again.choices[0].message.content
+
+
+def test_a_full_queue_answers_503_with_retry_after(lihua_index: Path, tmp_path: Path) -> None:
+    server = Server(copy_index(lihua_index, tmp_path), small_profile(tmp_path), "--queue", "1", token=None)
+    try:
+        replies: list = []
+        body = {"messages": [{"role": "user", "content": QUESTION}]}
+        ask = lambda: replies.append(server.request("POST", "/v1/chat/completions", body))
+        threads = [threading.Thread(target=ask) for _ in range(5)]
+        for thread in threads:
+            thread.start()
+        for _ in range(600):
+            if server.request("GET", "/health").json()["queues"]["generation"]["running"]:
+                break
+            time.sleep(0.05)
+        retrieved = server.request("POST", "/v1/retrieve", {"question": QUESTION})
+        generation = server.request("GET", "/health").json()["queues"]["generation"]
+        for thread in threads:
+            thread.join()
+        assert retrieved.status == 200 and retrieved.json()["chunks"]
+        assert generation["running"] or generation["waiting"]  # retrieved while an answer was generated
+        busy = [r for r in replies if r.status == 503]
+        assert busy and all(int(r.headers["retry-after"]) >= 1 for r in busy)
+        assert all(r.json()["error"]["type"] == "unavailable" for r in busy)
+        assert all(r.status == 200 for r in replies if r not in busy) and len(busy) < len(replies)
+    finally:
+        assert server.stop() == 0
+
+
+def test_sigterm_during_a_streamed_answer_exits_0_and_the_index_opens_clean(lihua_index: Path,
+                                                                             tmp_path: Path) -> None:
+    index = copy_index(lihua_index, tmp_path)
+    server = Server(index, small_profile(tmp_path), token=None)
+    url = urlparse(server.url)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    connection.request("POST", "/v1/chat/completions",
+                       json.dumps({"stream": True, "messages": [{"role": "user", "content": QUESTION}]}))
+    reply = connection.getresponse()
+    assert reply.readline().startswith(b"data: ")
+    assert server.stop(signal.SIGTERM, timeout=30) == 0
+    rest = reply.read().decode()
+    assert rest.rstrip().endswith("data: [DONE]") and "Traceback" not in rest
+    with sqlite3.connect(index / "index.sqlite") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    with EdgeRAG.open(index, create=False) as rag:
+        assert rag.retrieve(QUESTION, top_k=1).chunks
+
+
+def test_it_refuses_to_listen_beyond_loopback_without_a_token(lihua_index: Path, tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "edge_rag.cli", "serve", "--index", str(lihua_index),
+               "--host", "0.0.0.0"]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(Path.home())}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 1 and "without a token" in done.stderr
+    short = tmp_path / "token"
+    short.write_text("short\n")
+    done = subprocess.run([*command, "--token-file", str(short)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 1 and "shorter than" in done.stderr
+
+
+def test_importing_edge_rag_does_not_load_the_server_stack() -> None:
+    code = ("import edge_rag, edge_rag.cli, sys; "
+            "assert not {'starlette', 'uvicorn', 'python_multipart'} & set(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_without_the_extra_serve_names_the_install_command() -> None:
+    code = ("import sys; sys.modules['uvicorn'] = None\n"
+            "from edge_rag.serve import require_extra\n"
+            "from edge_rag.errors import MissingExtra\n"
+            "try:\n    require_extra()\nexcept MissingExtra as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "pip install 'edge-rag[serve]'" in out
+
+
+def test_a_chat_request_is_read_into_a_question() -> None:
+    from edge_rag.serve.chat import BadRequest, read_chat
+
+    asked = read_chat({"messages": [
+        {"role": "user", "content": "Who fixed the heating in the flat?"},
+        {"role": "assistant", "content": "Hollis did. [1]"},
+        {"role": "user", "content": [{"type": "text", "text": "When did he come?"}]}],
+        "max_tokens": 500, "method": "auto", "stream": True}, max_tokens=32)
+    assert asked.question == "When did he come?" and asked.stream and asked.method == "auto"
+    assert asked.query == "Who fixed the heating in the flat? When did he come?"  # a follow-up
+    assert asked.max_tokens == 32  # capped by the profile
+    alone = read_chat({"messages": [
+        {"role": "user", "content": "Who fixed the heating?"},
+        {"role": "user", "content": "What time does Adam move in on Saturday?"}]}, 32)
+    assert alone.query == alone.question and not alone.stream
+    with pytest.raises(BadRequest):
+        read_chat({"messages": [{"role": "system", "content": "hi"}]}, 32)
+
+
+def test_a_chunked_body_over_the_limit_is_refused_while_it_streams_in(served: Server) -> None:
+    url = urlparse(served.url)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    pieces = (b"x" * 65536 for _ in range(40))  # 2.5 MiB, no Content-Length
+    with contextlib.suppress(OSError):  # the server may answer and close before the body is in
+        connection.request("POST", "/v1/retrieve", pieces, {"Authorization": f"Bearer {TOKEN}",
+                                                            "Content-Type": "application/json"},
+                           encode_chunked=True)
+    reply = connection.getresponse()
+    assert reply.status == 413 and json.loads(reply.read())["error"]["type"] == "invalid_request_error"
+
+
+def test_a_lane_runs_one_job_at_a_time_refuses_when_full_and_stops_late_jobs() -> None:
+    import asyncio
+
+    from edge_rag.serve.queue import Job, Lane, QueueFull, Stopped
+
+    async def scenario() -> None:
+        lane, gate = Lane("test", waiting=1), threading.Event()
+        first = lane.submit(Job(lambda job: gate.wait(30) and "first", timeout=60))
+        while lane.running is None:
+            await asyncio.sleep(0.01)
+        late = lane.submit(Job(lambda job: "late", timeout=0))  # its deadline passes while it waits
+        with pytest.raises(QueueFull) as full:
+            lane.submit(Job(lambda job: "third", timeout=60))
+        assert full.value.retry_after >= 1
+        gate.set()
+        assert await first.result() == "first"
+        with pytest.raises(Stopped) as stopped:
+            await late.result()
+        assert stopped.value.reason == "timeout"
+        lane.close()
+
+    asyncio.run(scenario())

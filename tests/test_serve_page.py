@@ -1,0 +1,68 @@
+"""The chat page in a real browser: Debian's headless Chromium driven by Playwright asks a question
+on a phone-sized screen, reads the streamed answer and opens a source; the screenshot is kept in
+benchmarks/results/serve_chat_page.png."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+from .serve_helpers import TOKEN, Server, copy_index, small_profile
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCREENSHOT = ROOT / "benchmarks" / "results" / "serve_chat_page.png"
+QUESTION = "When does Li Hua check in with Adam about moving in?"
+COUNT_UPDATES = """() => { window.updates = 0;
+  new MutationObserver(() => window.updates++).observe(document.getElementById('log'),
+    {subtree: true, childList: true, characterData: true}); }"""
+
+
+@pytest.fixture()
+def chromium():
+    """Playwright's Chromium driver pointed at the Debian executable (never a downloaded one)."""
+    if not Path(CHROMIUM).is_file():
+        pytest.skip("no Chromium: apt-get install chromium (export/bootstrap.sh dev does, as root)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+def test_the_chat_page_streams_an_answer_and_shows_its_sources(chromium, lihua_index: Path,
+                                                               tmp_path: Path) -> None:
+    server = Server(copy_index(lihua_index, tmp_path), small_profile(tmp_path))
+    try:
+        page = chromium.new_page(viewport={"width": 390, "height": 780}, device_scale_factor=2,
+                                 is_mobile=True, has_touch=True)
+        page.goto(server.url + "/")
+        page.fill("#question", QUESTION)
+        page.click("#send")  # no token yet: the page says so and asks for one
+        page.wait_for_selector(".answer.error")
+        assert "unauthorized" in page.inner_text(".answer.error")
+        assert page.is_visible("#token")
+        page.fill("#token", TOKEN)  # kept in the browser's local storage
+        page.reload()
+        page.evaluate(COUNT_UPDATES)
+        page.fill("#question", QUESTION)
+        page.click("#send")
+        page.wait_for_selector("section.turn[data-done='true']", timeout=300_000)
+        turn = page.locator("section.turn").first
+        answer = turn.locator(".answer").inner_text()
+        assert answer.strip() and page.evaluate("window.updates") > 3  # the text came in pieces
+        summary = turn.locator(".sources summary").first
+        assert summary.inner_text().startswith("[1] ")
+        summary.click()
+        cited = turn.locator(".sources pre").first
+        assert cited.is_visible() and cited.inner_text().strip()
+        assert "method vector" in turn.locator(".meta").inner_text()
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOT), full_page=True)
+    finally:
+        assert server.stop() == 0
