@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import BadDocument, ContextOverflow, IndexLocked, NoSuchDocument, UnknownMethod
+from ..errors import BadDocument, ContextOverflow, IndexLocked, MissingExtra, NoSuchDocument, UnknownMethod
 from ..index import Document
 from ..index.reader import read_upload
 from . import chat
@@ -155,6 +155,8 @@ def describe_error(exc: BaseException) -> tuple[int, str, str]:
         return 413, "invalid_request_error", str(exc)
     if isinstance(exc, NoSuchDocument):
         return 404, "not_found", str(exc)
+    if isinstance(exc, MissingExtra):  # an upload of a format whose library is not installed
+        return 415, "invalid_request_error", str(exc)
     if isinstance(exc, IndexLocked):
         return 503, "unavailable", "another process is writing to the index; try again"
     if isinstance(exc, CLIENT_ERRORS):
