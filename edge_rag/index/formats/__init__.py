@@ -14,7 +14,8 @@ imports it only when such a file turns up. Libraries:
 
 A format whose extra is missing raises ``MissingExtra`` naming the install command; the folder
 reader turns that into one ``Skipped`` item per file, and the insert report into one warning
-per format with the count of files.
+per format with the count of files; an upload (``read_upload``) lets it rise (``serve``: HTTP 415).
+An ``.mbox`` is read only from disk (``mailbox`` wants a file): an uploaded one is refused.
 """
 
 from __future__ import annotations
