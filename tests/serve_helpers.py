@@ -40,8 +40,8 @@ class Server:
     """``edge-rag serve --json`` in a subprocess; ``url`` once it printed that it is ready."""
 
     def __init__(self, index: Path, profile: Path, *extra: str, token: str | None = TOKEN,
-                 cwd: Path | None = None) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+                 cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
         env.pop("EDGE_RAG_TOKEN", None)
         if token:
             env["EDGE_RAG_TOKEN"] = token

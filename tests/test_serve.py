@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -17,6 +18,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from benchmarks import sample_files as files
 from edge_rag import EdgeRAG
 
 from .conftest import ROOT, SMALL_SLM
@@ -30,7 +32,9 @@ LEAKS = ("Traceback", 'File "', "/tmp/", "/root/", "site-packages", str(ROOT))
 def served(lihua_index: Path, tmp_path_factory: pytest.TempPathFactory):
     """One server (token required) over a private copy of the LiHua index."""
     folder = tmp_path_factory.mktemp("served")
-    server = Server(copy_index(lihua_index, folder), small_profile(folder), cwd=folder)
+    (folder / "tmp").mkdir()  # the server's TMPDIR: uploads must write nothing there
+    server = Server(copy_index(lihua_index, folder), small_profile(folder), cwd=folder,
+                    env={"TMPDIR": str(folder / "tmp")})
     server.folder = folder  # type: ignore[attr-defined]
     yield server
     assert server.stop() == 0
@@ -107,6 +111,68 @@ def test_an_upload_named_to_climb_out_stays_inside(served: Server) -> None:
     assert all(p.is_relative_to(folder / "index") for p in created), created
     assert not (folder.parent.parent / "x.txt").exists() and not (folder.parent / "x.txt").exists()
     served.request("DELETE", f"/v1/documents/{doc_id}")
+
+
+def _upload(server: Server, name: str, data: bytes):
+    body, kind = multipart("file", name, data)
+    return server.request("POST", "/v1/documents", raw=body, headers={"Content-Type": kind})
+
+
+def test_uploads_of_every_format_are_read_in_memory_and_found(served: Server, tmp_path: Path) -> None:
+    written = tmp_path / "docs"
+    files.write_all(written, messages=3)
+    folder: Path = served.folder  # type: ignore[attr-defined]
+    before, tmp_before = {p for p in folder.parent.rglob("*")}, set((folder / "tmp").iterdir())
+    added, warnings = [], []
+    for name in ("report.pdf", "harvest.docx", "ferry.html", "order.eml", "players.csv"):
+        reply = _upload(served, name, (written / name).read_bytes())
+        assert reply.status == 201, reply.body
+        added += reply.json()["added"]
+        warnings += reply.json()["warnings"]
+    assert warnings == ["e-mail attachments are not read (1 skipped, e.g. order.eml/chapel.png)"]
+    assert len(added) == 2 + 1 + 1 + 1 + 3  # two PDF pages, three CSV rows
+    for fact in (f for f in files.FACTS if f.format in ("pdf", "docx", "html", "eml", "csv")):
+        found = served.request("POST", "/v1/retrieve", {"question": fact.question, "method": "vector",
+                                                        "top_k": 1}).json()
+        assert found["chunks"][0]["source"] == fact.source, (fact, found["chunks"][0])
+    created = {p for p in folder.parent.rglob("*")} - before
+    assert all(p.is_relative_to(folder / "index") for p in created), created
+    assert not any(word in p.name for p in created for word in ("report", "harvest", "ferry", "order"))
+    assert set((folder / "tmp").iterdir()) == tmp_before  # (onnxruntime leaves a .ses there at start)
+    for doc_id in added:
+        served.request("DELETE", f"/v1/documents/{doc_id}")
+
+
+def test_an_mbox_upload_and_bad_files_of_a_format_are_one_clear_error(served: Server, tmp_path: Path) -> None:
+    files.write_mbox(tmp_path / "letters.mbox", 3)
+    mbox = _upload(served, "letters.mbox", (tmp_path / "letters.mbox").read_bytes())
+    assert mbox.status == 400 and mbox.json()["error"]["message"] == (
+        "letters.mbox: upload an .mbox with `edge-rag index` or `sync` (it is read from a file on disk)")
+    files.write_renamed_zip(tmp_path / "photos.docx")
+    renamed = _upload(served, "photos.docx", (tmp_path / "photos.docx").read_bytes())
+    assert renamed.status == 400 and "not a Word .docx document" in renamed.json()["error"]["message"]
+    damaged = _upload(served, "cut.pdf", b"%PDF-1.4\n" + b"garbage" * 50)
+    assert damaged.status == 400 and "cut.pdf:" in damaged.json()["error"]["message"]
+
+
+def test_an_upload_whose_extra_is_missing_names_the_install_command(lihua_index: Path,
+                                                                    tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    for module in ("pypdf", "docx"):
+        (blocked / f"{module}.py").write_text("raise ImportError('blocked for this test')\n")
+    files.write_pdf(tmp_path / "report.pdf")
+    server = Server(copy_index(lihua_index, tmp_path), small_profile(tmp_path), token=None,
+                    env={"PYTHONPATH": f"{ROOT}{os.pathsep}{blocked}"})
+    try:
+        reply = _upload(server, "report.pdf", (tmp_path / "report.pdf").read_bytes())
+        assert reply.status == 415, reply.body
+        assert reply.json()["error"] == {"type": "invalid_request_error", "message": (
+            "reading PDF files needs pypdf, not installed: pip install 'edge-rag[pdf]'")}
+        text = {"text": "Still fine.", "source": "a.txt"}
+        assert server.request("POST", "/v1/documents", text).status == 201
+    finally:
+        assert server.stop() == 0
 
 
 def test_every_protected_endpoint_wants_the_token(served: Server) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from ..errors import BadDocument, MissingExtra
-from .formats import CONTAINERS, FORMATS, reader_for
+from .formats import CONTAINERS, FORMATS, Blob, reader_for
 from .titling import text_title
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -192,32 +192,33 @@ def _read_file(path: Path, max_bytes: int) -> Iterator[Item]:
             return
         if suffix not in CONTAINERS:
             check_size(str(path), size, max_bytes)
-        if suffix in FORMATS:
-            yield from _read_format(path, suffix, max_bytes)
-            return
-        opener = capped_opener(str(path), lambda: open(path, "rb"), max_bytes)
-        if suffix in RECORD_SUFFIXES:
-            yield from _read_records(str(path), opener, suffix)
-        else:
-            yield _text_document(str(path), opener)
+        yield from _read_blob(Blob.from_path(path, size), max_bytes)
+    except MissingExtra as exc:
+        yield Skipped(str(path), str(exc), group=f"extra {FORMATS[suffix].extra}")
     except BadDocument as exc:
         yield exc
     except READ_ERRORS as exc:
         yield BadDocument(f"{path}: cannot read: {exc}")
 
 
-def _read_format(path: Path, suffix: str, max_bytes: int) -> Iterator[Item]:
-    read = reader_for(suffix)
-    assert read is not None
-    try:
-        yield from read(path, max_bytes)
-    except MissingExtra as exc:
-        yield Skipped(str(path), str(exc), group=f"extra {FORMATS[suffix].extra}")
+def _read_blob(blob: Blob, max_bytes: int) -> Iterator[Item]:
+    """The documents of a file's bytes, on disk or in memory, by its extension (a format whose
+    extra is missing raises ``MissingExtra``)."""
+    read = reader_for(blob.suffix)
+    if read is not None:
+        yield from read(blob, max_bytes)
+        return
+    opener = capped_opener(blob.name, blob.open, max_bytes)
+    if blob.suffix in RECORD_SUFFIXES:
+        yield from _read_records(blob.name, opener, blob.suffix)
+    else:
+        yield _text_document(blob.name, opener)
 
 
 def read_upload(name: str, data: bytes, max_bytes: int) -> Iterator[Item]:
     """Documents from a file's bytes held in memory (``edge-rag serve``'s uploads): ``name``'s suffix
-    chooses the reader as for a file on disk, and nothing is written anywhere."""
+    chooses the reader as for a file on disk, and nothing is written anywhere. A format whose extra
+    is missing raises ``MissingExtra`` (a file on disk is Skipped instead)."""
     suffix = PurePosixPath(name).suffix.lower()
     try:
         check_size(name, len(data), max_bytes)
@@ -226,9 +227,7 @@ def read_upload(name: str, data: bytes, max_bytes: int) -> Iterator[Item]:
         if suffix == ".zip":
             yield from _read_zip(name, max_bytes, zipfile.ZipFile(io.BytesIO(data)))
             return
-        opener = capped_opener(name, lambda: io.BytesIO(data), max_bytes)
-        yield from _read_records(name, opener, suffix) if suffix in RECORD_SUFFIXES \
-            else [_text_document(name, opener)]
+        yield from _read_blob(Blob.from_bytes(name, data), max_bytes)
     except BadDocument as exc:
         yield exc
     except READ_ERRORS as exc:

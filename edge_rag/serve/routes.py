@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import BadDocument, ContextOverflow, IndexLocked, NoSuchDocument, UnknownMethod
+from ..errors import BadDocument, ContextOverflow, IndexLocked, MissingExtra, NoSuchDocument, UnknownMethod
 from ..index import Document
-from ..index.reader import read_upload
+from ..index.reader import Skipped, SkipTally, read_upload
 from . import chat
 from .chat import BadRequest
 from .queue import Job, QueueFull, Stopped
@@ -155,6 +155,8 @@ def describe_error(exc: BaseException) -> tuple[int, str, str]:
         return 413, "invalid_request_error", str(exc)
     if isinstance(exc, NoSuchDocument):
         return 404, "not_found", str(exc)
+    if isinstance(exc, MissingExtra):  # an upload of a format whose library is not installed
+        return 415, "invalid_request_error", str(exc)
     if isinstance(exc, IndexLocked):
         return 503, "unavailable", "another process is writing to the index; try again"
     if isinstance(exc, CLIENT_ERRORS):
@@ -189,12 +191,16 @@ async def documents(service: Service, request: Request) -> Response:
             {"doc_id": d.id, "source": chat.short_source(d.source), "chunks": d.n_chunks, "chars": d.n_chars}
             for d in docs]})
     items = await _uploaded(service, request)
-    report = await service.write(lambda rag: rag.insert(*items, progress=False))
+    new, skips = [i for i in items if isinstance(i, Document)], SkipTally()
+    for skipped in (i for i in items if isinstance(i, Skipped)):  # an e-mail's attachments
+        skips.add(skipped)
+    report = await service.write(lambda rag: rag.insert(*new, progress=False))
     if report.failed:
         raise BadDocument(report.failed[0][1])
     return JSONResponse({"added": report.added, "chunks": report.chunks,
                          "duplicates": [doc_id for _source, doc_id in report.duplicates],
-                         "warnings": report.warnings}, status_code=201 if report.added else 200)
+                         "warnings": report.warnings + skips.warnings()},
+                        status_code=201 if report.added else 200)
 
 
 async def _uploaded(service: Service, request: Request) -> list[Any]:
@@ -202,7 +208,9 @@ async def _uploaded(service: Service, request: Request) -> list[Any]:
     read from memory (nothing is written to disk)."""
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         name, data = await service.read_upload(request)
-        items = list(read_upload(upload_name(name), data, service.upload_limit))
+        # Off the event loop: parsing a PDF of many MB takes a while.
+        clean = upload_name(name)
+        items = await asyncio.to_thread(lambda: list(read_upload(clean, data, service.upload_limit)))
     else:
         body = await json_body(request)
         if not isinstance(body, dict) or not isinstance(body.get("text"), str):

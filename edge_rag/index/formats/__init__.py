@@ -1,8 +1,9 @@
 """Readers for the document formats people keep: PDF, HTML, e-mail, Word and CSV.
 
-One module per format; each turns a file into ``Document`` items (or ``BadDocument`` /
-``Skipped`` ones) for the folder reader (``index/reader.py``), which picks a module by file
-extension here and imports it only when such a file turns up. Libraries:
+One module per format; each turns a ``Blob`` (a file's name, size and how to open its bytes: a file
+on disk or an upload held in memory) into ``Document`` items (or ``BadDocument`` / ``Skipped``
+ones) for the reader (``index/reader.py``), which picks a module by file extension here and
+imports it only when such a file turns up. Libraries:
 
 - PDF (``pdf.py``): pypdf, the ``[pdf]`` extra: pure Python, maintained, reads text layers,
   metadata and encryption. One document per page with text, named ``file.pdf#pN``.
@@ -13,16 +14,18 @@ extension here and imports it only when such a file turns up. Libraries:
 
 A format whose extra is missing raises ``MissingExtra`` naming the install command; the folder
 reader turns that into one ``Skipped`` item per file, and the insert report into one warning
-per format with the count of files.
+per format with the count of files; an upload (``read_upload``) lets it rise (``serve``: HTTP 415).
+An ``.mbox`` is read only from disk (``mailbox`` wants a file): an uploaded one is refused.
 """
 
 from __future__ import annotations
 
 import importlib
+import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
 
 from ...errors import MissingExtra
 
@@ -34,6 +37,35 @@ class Format:
     name: str
     module: str
     extra: str | None = None
+
+
+@dataclass(frozen=True)
+class Blob:
+    """A file's bytes to read: its source name, size and opener, and its path when it is on disk."""
+
+    name: str
+    size: int
+    opener: Callable[[], IO[bytes]]
+    path: Path | None = None
+
+    @classmethod
+    def from_path(cls, path: Path, size: int) -> Blob:
+        """A file on disk."""
+        return cls(str(path), size, lambda: open(path, "rb"), path)
+
+    @classmethod
+    def from_bytes(cls, name: str, data: bytes) -> Blob:
+        """Bytes held in memory (an upload): nothing is written anywhere."""
+        return cls(name, len(data), lambda: io.BytesIO(data))
+
+    @property
+    def suffix(self) -> str:
+        """The extension, lower case (``.pdf``)."""
+        return PurePosixPath(self.name).suffix.lower()
+
+    def open(self) -> IO[bytes]:
+        """A new binary stream over the bytes (seekable)."""
+        return self.opener()
 
 
 FORMATS: dict[str, Format] = {
@@ -50,7 +82,7 @@ FORMATS: dict[str, Format] = {
 CONTAINERS = (".mbox", ".csv")
 
 
-def reader_for(suffix: str) -> Callable[[Path, int], Iterator[Any]] | None:
+def reader_for(suffix: str) -> Callable[[Blob, int], Iterator[Any]] | None:
     """The reading function of a format's module for a file extension, or None."""
     found = FORMATS.get(suffix)
     if found is None:

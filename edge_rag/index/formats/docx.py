@@ -9,24 +9,25 @@ from __future__ import annotations
 
 import zipfile
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ...errors import BadDocument
 from ..reader import Document, Item, check_size
 from ..titling import best_title, short_line
-from . import require
+from . import Blob, require
 
 MAIN_PART = "word/document.xml"
 HEADING_STYLES = ("Title", "Heading 1")
 
 
-def read(path: Path, max_bytes: int) -> Iterator[Item]:
+def read(blob: Blob, max_bytes: int) -> Iterator[Item]:
     """One document: the text of a Word file."""
     docx = require("docx", "docx", "reading Word .docx files", "python-docx")
+    path = blob.name
     try:
-        _check_package(path, max_bytes)
-        word = docx.Document(str(path))
+        with blob.open() as handle:
+            _check_package(path, handle, max_bytes)
+            word = docx.Document(handle)
         lines = list(_lines(word))
     except BadDocument as exc:
         yield exc
@@ -35,19 +36,19 @@ def read(path: Path, max_bytes: int) -> Iterator[Item]:
         yield BadDocument(f"{path}: damaged Word document, cannot be read ({type(exc).__name__}: {exc})")
         return
     text = "\n".join(lines)
-    title = best_title(word.core_properties.title, _heading(word), short_line(text), source=str(path))
-    yield Document.from_text(text, str(path), {"title": title})
+    title = best_title(word.core_properties.title, _heading(word), short_line(text), source=path)
+    yield Document.from_text(text, path, {"title": title})
 
 
-def _check_package(path: Path, max_bytes: int) -> None:
-    if not zipfile.is_zipfile(path):
+def _check_package(path: str, handle: IO[bytes], max_bytes: int) -> None:
+    if not zipfile.is_zipfile(handle):
         raise BadDocument(f"{path}: not a Word .docx document (not a zip package: password-protected, "
                           "or an old .doc renamed?); not read")
-    with zipfile.ZipFile(path) as package:
+    with zipfile.ZipFile(handle) as package:
         if MAIN_PART not in package.namelist():
             raise BadDocument(f"{path}: not a Word .docx document (a zip without {MAIN_PART}: "
                               "another file renamed?); not read")
-        check_size(str(path), package.getinfo(MAIN_PART).file_size, max_bytes)
+        check_size(path, package.getinfo(MAIN_PART).file_size, max_bytes)
 
 
 def _lines(word: Any) -> Iterator[str]:

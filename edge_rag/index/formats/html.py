@@ -14,11 +14,11 @@ import codecs
 import re
 from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import IO
 
 from ..reader import BLOCK, Document, Item, capped_opener, guarded
 from ..titling import best_title, short_line
+from . import Blob
 
 HIDDEN = {"head", "script", "style", "noscript", "template", "svg", "nav", "footer", "aside", "form",
           "iframe", "object", "canvas", "select", "button"}
@@ -78,12 +78,12 @@ def html_to_text(markup: str) -> tuple[str, str]:
     return " ".join(parser.title.split()), parser.take().strip()
 
 
-def read(path: Path, max_bytes: int) -> Iterator[Item]:
+def read(blob: Blob, max_bytes: int) -> Iterator[Item]:
     """One document: the page's title on the first line, then its visible text."""
-    opener = capped_opener(str(path), lambda: open(path, "rb"), max_bytes)
+    opener = capped_opener(blob.name, blob.open, max_bytes)
     own, first = _title(opener)
-    title = best_title(own, short_line(first), source=str(path))
-    yield Document(str(path), lambda: guarded(str(path), _blocks(opener, own)), {"title": title})
+    title = best_title(own, short_line(first), source=blob.name)
+    yield Document(blob.name, lambda: guarded(blob.name, _blocks(opener, own)), {"title": title})
 
 
 def _title(opener: Callable[[], IO[bytes]]) -> tuple[str, str]:

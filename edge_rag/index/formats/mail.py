@@ -25,6 +25,7 @@ from pathlib import Path
 from ...errors import BadDocument
 from ..reader import READ_ERRORS, Document, Item, Skipped, check_size
 from ..titling import best_title, short_line
+from . import Blob
 from .html import html_to_text
 
 # What a malformed message can raise while its headers and parts are decoded.
@@ -32,12 +33,22 @@ BROKEN = (ValueError, LookupError, TypeError, AttributeError, UnicodeError, emai
 HEADERS = ("from", "to", "cc", "date", "message-id")
 
 
-def read(path: Path, max_bytes: int) -> Iterator[Item]:
-    """The messages of an ``.eml`` or ``.mbox`` file, one document each."""
-    if path.suffix.lower() == ".eml":
-        check_size(str(path), path.stat().st_size, max_bytes)
-        yield from _message(path.read_bytes(), str(path))
-        return
+def read(blob: Blob, max_bytes: int) -> Iterator[Item]:
+    """The messages of an ``.eml`` or ``.mbox`` file, one document each (an mbox only from disk:
+    the ``mailbox`` module reads files)."""
+    if blob.suffix == ".eml":
+        check_size(blob.name, blob.size, max_bytes)
+        with blob.open() as handle:
+            raw = handle.read()
+        yield from _message(raw, blob.name)
+    elif blob.path is None:
+        yield BadDocument(f"{blob.name}: upload an .mbox with `edge-rag index` or `sync` "
+                          "(it is read from a file on disk)")
+    else:
+        yield from _mbox(blob.path, max_bytes)
+
+
+def _mbox(path: Path, max_bytes: int) -> Iterator[Item]:
     box = mailbox.mbox(path, create=False)
     try:
         number = -1

@@ -9,21 +9,22 @@ first value. The delimiter is sniffed from the first lines (``,`` ``;`` tab ``|`
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterator
-from pathlib import Path
 
 from ...errors import BadDocument
 from ..reader import TEXT_FIELDS, Document, Item, record_document
 from ..titling import best_title
+from . import Blob
 
 SNIFF_CHARS = 16384
 TITLE_COLUMNS = ("title", "name")
 
 
-def read(path: Path, max_bytes: int) -> Iterator[Item]:
+def read(blob: Blob, max_bytes: int) -> Iterator[Item]:
     """A document per data row of a CSV file."""
-    source = str(path)
-    with open(path, encoding="utf-8-sig", errors="replace", newline="") as stream:
+    source = blob.name
+    with io.TextIOWrapper(blob.open(), encoding="utf-8-sig", errors="replace", newline="") as stream:
         dialect = _dialect(stream.read(SNIFF_CHARS))
         stream.seek(0)
         try:
