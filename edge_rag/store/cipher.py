@@ -149,12 +149,14 @@ def _export(path: Path, old: Key | None, target: Path, new: Key | None) -> None:
     try:
         # Out of WAL mode: only possible for the one connection to the file, so no reader is
         # left on the file that is about to be replaced, and its log is folded in and removed.
-        conn.execute("PRAGMA journal_mode = DELETE").fetchone()
+        if conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0].lower() != "delete":
+            raise module.OperationalError("database is locked")
         conn.execute("ATTACH DATABASE ? AS target KEY ?", (str(target), key_text(new) if new else ""))
         if new is None:
             conn.execute("PRAGMA target.page_size = 8192")
         conn.execute("SELECT sqlcipher_export('target')").fetchone()
-        counts = [conn.execute(f"SELECT count(*) FROM {db}.chunks").fetchone()[0] for db in ("main", "target")]
+        counts = [conn.execute(f"SELECT count(*) FROM {db}.chunks").fetchone()[0]
+                  for db in ("main", "target")]
         conn.execute("DETACH DATABASE target")
     except module.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):

@@ -35,6 +35,8 @@ from .sqlite import DB_FILE, VECTOR_TABLES, GraphStore, VectorState
 # third more search time, a small part of a build.
 EXACT_CELLS = 1 << 19
 VECTOR_FILES = {"chunk": "chunks.usearch", "entity": "entities.usearch", "relation": "relations.usearch"}
+# Keys of the filler vectors that overwrite removed slots before a save (SQLite ids stay far below).
+FILLER_KEY = 1 << 63
 
 
 class ExactVectors:
@@ -136,6 +138,7 @@ class VectorIndex:
         self.store = store
         self.file_min = file_min
         self.persist = persist
+        self.removed = False
         self.index: Index | None = None
         self.exact: ExactVectors | None = None
         self.generation: int | None = None
@@ -195,6 +198,7 @@ class VectorIndex:
             self.exact.remove(np.asarray(keys, dtype=np.uint64))
         else:
             self._writable().remove(np.asarray(keys, dtype=np.uint64))
+            self.removed = True
 
     def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(keys, cosine similarities) of the k nearest vectors, best first.
@@ -242,8 +246,9 @@ class VectorIndex:
 
     def save(self, generation: int) -> None:
         """Record that this index holds ``generation``: below ``file_min`` vectors, or without
-        ``persist``, there is nothing to write (a leftover file is removed); otherwise the HNSW file is written
-        atomically and its size, CRC-32 and count recorded in SQLite."""
+        ``persist``, there is nothing to write (a leftover file is removed); otherwise the HNSW
+        file is written atomically (removed vectors overwritten first) and its size, CRC-32 and
+        count recorded in SQLite."""
         if not self.persist or (self.exact is not None and len(self.exact) < self.file_min):
             self.path.unlink(missing_ok=True)
             self.generation = generation
@@ -251,6 +256,9 @@ class VectorIndex:
         if self.exact is not None:  # grown past file_min: from now on an HNSW file
             self.index, self.exact, self.viewed = self.exact.to_hnsw(self.dtype), None, False
         index = self._writable()
+        if self.removed:
+            _scrub(index, self.dim, self.dtype)
+            self.removed = False
         tmp = self.path.with_suffix(".usearch.tmp")
         index.save(str(tmp))
         with open(tmp, "rb+") as handle:
@@ -287,6 +295,18 @@ class VectorIndex:
                 raise IndexCorrupt(f"{self.path} is no longer a readable vector file")
             self.index, self.viewed = restored, False
         return self.index
+
+
+def _scrub(index: Index, dim: int, dtype: str) -> None:
+    """Overwrite the vectors of removed keys, which USearch keeps in its slots (and in the file it
+    saves), so that a deleted document's vectors leave the file too: filler vectors are added until
+    one takes a new slot (every free slot then holds a filler), then removed again."""
+    filler = for_storage(np.full((1, dim), dim ** -0.5, dtype=np.float32), dtype)
+    size, keys = index.serialized_length, list[int]()
+    while not keys or index.serialized_length == size:
+        keys.append(FILLER_KEY + len(keys))
+        index.add(keys[-1], filler[0])
+    index.remove(keys)
 
 
 def _crc32(path: Path) -> int:
