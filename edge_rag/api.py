@@ -107,7 +107,7 @@ class EdgeRAG:
         else:
             store.record_index_settings({k: getattr(settings, k) for k in INDEX_KEYS})
         try:
-            settings = fit_to_budget(settings, directory, with_slm=False, conn=_encrypted(store))
+            settings = fit_to_budget(settings, directory, with_slm=False, store=_encrypted(store))
             return cls(directory, settings, store)
         except BaseException:
             store.close()
@@ -266,12 +266,14 @@ class EdgeRAG:
             return self._answerer[1]
         answerer: Answerer | FocusedAnswerer
         if settings.answer_stage == "plain":
-            answerer = Answerer(slm, settings.context_token_budget, settings.answer_max_tokens)
+            answerer = Answerer(slm, settings.context_token_budget, settings.answer_max_tokens,
+                                settings.source_guard)
         else:
             evidence = Evidence(self.embedder.embed, self._document_texts, self._dated_chunks)
             answerer = FocusedAnswerer(slm, evidence, settings.focus_tokens,
                                        settings.focus_max_new_tokens, settings.abstain_threshold,
-                                       settings.no_threshold, settings.abstain_terms)
+                                       settings.no_threshold, settings.abstain_terms,
+                                       settings.source_guard)
         answerer.config = replace(answerer.config, draft_tokens=settings.draft_tokens)
         self._answerer = (settings, answerer)
         return answerer
@@ -301,7 +303,7 @@ class EdgeRAG:
             folder = ModelFolder.open(self.settings.home / "models" / self.settings.slm, SLM_HINT)
             # Checked before loading: a board that cannot hold the SLM gets a message, not the OOM killer.
             self.settings = fit_to_budget(self.settings, self.directory, with_slm=True,
-                                          conn=_encrypted(self.store))
+                                          store=_encrypted(self.store))
             self._slm = SLM(folder, self.settings.intra_op_threads, self.settings.slm_context_tokens,
                             settings_session_options(self.settings),
                             providers=session_providers(self.settings))
@@ -407,9 +409,9 @@ def _chain(docs: list[Document], files: list, limit: int,
     yield from read_sources(files, limit, follow_symlinks)
 
 
-def _encrypted(store: GraphStore) -> Any:
-    # The budget reads an encrypted index's vector sizes through its open connection.
-    return store.conn if store.encrypted else None
+def _encrypted(store: GraphStore) -> GraphStore | None:
+    # The budget reads an encrypted index's vector sizes through the open store.
+    return store if store.encrypted else None
 
 
 def _model_folder(settings: Settings) -> ModelFolder | None:

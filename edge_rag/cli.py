@@ -453,7 +453,9 @@ def _sources_text(answer: Answer) -> str:
     timing = ", ".join(f"{k} {v:.0f}" + ("" if k.endswith("_tokens") else " ms")
                        for k, v in answer.timings.items())
     plan = [_plan_text(answer.retrieval.plan)] if answer.retrieval and answer.retrieval.plan else []
-    return "\n".join(["sources:", *lines, *plan, f"timings: {timing}"])
+    withheld = [f"withheld, an instruction in a source (not followed): {_printable(w)}"
+                for w in answer.withheld]
+    return "\n".join(["sources:", *lines, *withheld, *plan, f"timings: {timing}"])
 
 
 def _plan_text(plan: Plan) -> str:

@@ -317,13 +317,13 @@ def _crc32(path: Path) -> int:
     return crc
 
 
-def in_memory_bytes(directory: Path, dtype: str = "i8", conn: Any = None) -> int:
+def in_memory_bytes(directory: Path, dtype: str = "i8", store: GraphStore | None = None) -> int:
     """Bytes the exact-search matrices of an index will hold in memory: every kind of vector
     without an HNSW file in ``directory``, at the width ``dtype`` searches it (0 without an index).
-    ``conn``: the open connection of an encrypted index, which keeps every kind in memory."""
+    ``store``: an encrypted index, open (it keeps every kind in memory)."""
     database = directory / DB_FILE
-    if conn is not None:
-        return _in_memory(directory, conn, dtype, every=True)
+    if store is not None:
+        return _in_memory(directory, store.conn, dtype, every=True)
     if not database.is_file():
         return 0
     own = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
