@@ -19,6 +19,7 @@ from .errors import (
     SchemaMismatch,
     SettingsError,
     UnknownMethod,
+    WrongKey,
 )
 from .index import Document, InsertReport
 from .plan import Plan
@@ -32,3 +33,4 @@ __all__ = [
     "ModelNotFound", "NoSuchDocument", "NoSuchEntity", "NotAnIndex", "Plan", "Retrieval", "RetrievedChunk",
     "SchemaMismatch", "Settings", "SettingsError", "UnknownMethod", "__version__",
 ]
+__all__ += ["WrongKey"]
