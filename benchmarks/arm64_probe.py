@@ -5,8 +5,9 @@
 Indexes the first ``--docs`` conversations of the shipped demo corpus (export/demo/), retrieves with
 every retrieval method (and ``auto``, the planner head) for the first ``--questions`` demo questions,
 answers the first question with at most ``--answer-tokens`` new tokens with the SLM (default
-SmolLM2-135M int8), then encrypts the index (SQLCipher, the [encrypt] extra) and retrieves again. Writes the machine, versions, the top chunks of every method and question,
-the answer and the seconds of each stage as JSON. Runtime imports only: it runs on a board that has
+SmolLM2-135M int8), then encrypts the index (SQLCipher, the [encrypt] extra) and retrieves again.
+Writes the machine, versions, the top chunks of every method and question, the answer, the
+encryption check and the seconds of each stage as JSON. Runtime imports only: it runs on a board that has
 the wheel and the model folders, no torch. Run it on both machines and compare ``retrieval``.
 """
 
