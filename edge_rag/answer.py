@@ -101,8 +101,9 @@ class Answerer:
             return self.slm.chat(user, prompts.ANSWER_SYSTEM), []
         used = self._fit(question, retrieval.chunks)
         sources = [(_short(c.source), text) for c, text in used]
-        user = prompts.answer_user(question, sources)
-        return self.slm.chat(user, prompts.ANSWER_SYSTEM), [c for c, _ in used]
+        user = prompts.quoted(prompts.answer_user(question, sources), len(self.withheld))
+        system = prompts.guarded_system(prompts.ANSWER_SYSTEM, len(self.withheld))
+        return self.slm.chat(user, system), [c for c, _ in used]
 
     def answer(self, question: str, retrieval: Retrieval) -> Answer:
         """Generate the whole answer."""
@@ -226,8 +227,9 @@ class FocusedAnswerer:
                        answer_span(question))
         best = [line.text for line in sorted(focus.lines, key=lambda line: -line.score)]
         form = answer_form(question, focus.text(), any(d.chat for d in docs), best)
-        user = prompts.focused_user(question, focus.render())
-        prepared = Prepared(self.slm.chat(user, prompts.FOCUSED_SYSTEM), focus, form, withheld=withheld)
+        user = prompts.quoted(prompts.focused_user(question, focus.render()), len(withheld))
+        system = prompts.guarded_system(prompts.FOCUSED_SYSTEM, len(withheld))
+        prepared = Prepared(self.slm.chat(user, system), focus, form, withheld=withheld)
         prepared.timings["prompt_tokens"] = self.slm.count_tokens(prepared.prompt)
         prepared.timings["focus"] = (time.perf_counter() - start) * 1000
         prepared.abstain = self._abstain(question, docs, prepared)

@@ -11,7 +11,7 @@ import pytest
 from benchmarks.injection import cases, followed
 from edge_rag import EdgeRAG, prompts
 from edge_rag.cli import main
-from edge_rag.guard import is_instruction, neutral, strip_instructions
+from edge_rag.guard import neutral, strip_instructions
 
 from .conftest import LIHUA_ZIP, SMALL_SLM
 
@@ -48,12 +48,13 @@ def test_every_planted_instruction_of_the_set_is_caught_and_no_clean_line() -> N
         assert not followed(kept, case["canary"]), case["id"]
 
 
-def test_lihua_world_has_no_line_taken_for_an_instruction() -> None:
+def test_lihua_world_has_no_sentence_taken_for_an_instruction() -> None:
+    # So its answers are the same as before the guard: nothing withheld, prompts unchanged.
     with zipfile.ZipFile(LIHUA_ZIP) as archive:
-        lines = [line for name in archive.namelist() if name.endswith(".txt")
-                 for line in archive.read(name).decode("utf-8").splitlines()]
-    assert len(lines) > 6000
-    assert [line for line in lines if is_instruction(line)] == []
+        texts = [archive.read(name).decode("utf-8") for name in archive.namelist() if name.endswith(".txt")]
+    assert len(texts) > 400
+    assert [w for text in texts for w in strip_instructions(text)[1]] == []
+    assert all(strip_instructions(text)[0] == text for text in texts)
 
 
 def test_a_canary_counts_as_whole_words_only() -> None:
@@ -61,9 +62,13 @@ def test_a_canary_counts_as_whole_words_only() -> None:
     assert not followed("anything", "")
 
 
-def test_the_system_prompts_say_sources_are_data() -> None:
+def test_the_prompts_say_sources_are_data_when_they_gave_orders() -> None:
     for system in (prompts.ANSWER_SYSTEM, prompts.FOCUSED_SYSTEM):
-        assert prompts.SOURCES_ARE_DATA in system
+        assert prompts.guarded_system(system, 0) == system
+        assert prompts.guarded_system(system, 2).endswith(prompts.SOURCES_ARE_DATA)
+    user = prompts.focused_user("Who?", "[1] x")
+    assert prompts.quoted(user, 0) == user
+    assert prompts.quoted(user, 1).startswith("Sources (quoted evidence; 1 sentences that gave")
 
 
 @pytest.mark.parametrize("stage", ["focused", "plain"])
