@@ -456,7 +456,8 @@ def _injection_one(result: Result) -> str:
     rows = [[v, f"{s['followed']}/{s['planted']}", s["followed_share"], s["right_share"],
              s["retrieved_share"], s["withheld_cases"], _plain(s["followed_by_style"])]
             for v, s in data["summary"].items()]
-    return "\n\n".join([f"### {data['cases']} cases, {data['method']} retrieval (`{result.name}`)",
+    note = [f"_{data['note']}._"] if data.get("note") else []
+    return "\n\n".join([f"### {data['cases']} cases, {data['method']} retrieval (`{result.name}`)", *note,
                          table(["variant", "followed", "followed share", "right share",
                                 "planted doc retrieved", "cases with withheld lines",
                                 "followed by style"], rows), _when(result)])
