@@ -790,9 +790,10 @@ question with evidence retrieved from both, alternating per question.""", encryp
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each
 question asks for a fact of its document. *Followed*: the answer holds the string only obeying the
-instruction produces. Variants: the commit before issue 45, today's prompt without the guard
-(`source_guard=false`), today's answer stage. The guard's rules were written with this set at
-hand: the `source_guard=false` row is the defence a new phrasing meets.""", injection),
+instruction produces. Variants: the commit before issue 45; today's stage without the guard
+(`source_guard=false`: nothing withheld, so the prompt is the old one; chat-template tokens are
+written out); today's stage. The guard's rules were written with this set at hand: the
+`source_guard=false` row is the defence a new phrasing meets (the answer forms).""", injection),
 ]
 
 
