@@ -10,7 +10,8 @@
 # (bash export/bootstrap.sh dev). The "board" gets the runtime's wheel, its runtime dependencies from PyPI
 # and copies of the int8 model folders: no torch, no export toolchain. Emulated numeric work is ~400x
 # slower than native, so the run is small by design (runtime tests that need no export, a dozen short
-# documents, a handful of questions, one answer of at most 16 tokens); expect 30-60 min on 2 cores.
+# documents, a handful of questions, one answer of at most 16 tokens, then that index encrypted with
+# SQLCipher and searched again: the [encrypt] extra's aarch64 wheel); expect 30-60 min on 2 cores.
 # Knobs: ARM64_ROOT (default /var/tmp/edge-rag-arm64), ARM64_MIRROR (default: the mirror apt uses),
 # EDGE_RAG_HOME (models home), ARM64_SLM (default smollm2-135m-int8), QEMU_CPU (see below).
 set -euo pipefail
@@ -86,7 +87,11 @@ inside() {
 
 make_venv() {
   if [ -x "$ROOT/venv/bin/edge-rag" ] && [ -e "$ROOT/.edge-rag-venv-done" ]; then
-    step "venv in the root present"; return
+    step "venv in the root present"
+    # A root made before the [encrypt] extra: add SQLCipher's aarch64 wheel (sqlcipher3).
+    inside /venv/bin/python -c "import sqlcipher3" 2>/dev/null || inside /venv/bin/python -m pip install \
+      -q --disable-pip-version-check --root-user-action=ignore --prefer-binary "sqlcipher3>=0.6.4"
+    return
   fi
   step "building the edge-rag wheel on the host"
   rm -rf "$WORK/dist" && mkdir -p "$WORK/dist"
@@ -96,7 +101,7 @@ make_venv() {
   local wheel; wheel="$(basename "$(ls "$WORK"/dist/edge_rag-*.whl)")"
   [ -x "$ROOT/venv/bin/python" ] || inside /usr/bin/python3 -m venv /venv
   inside /venv/bin/python -m pip install -q --disable-pip-version-check --root-user-action=ignore \
-    --prefer-binary "/work/dist/$wheel" pytest hypothesis
+    --prefer-binary "/work/dist/$wheel[encrypt]" pytest hypothesis
   # A rebuilt wheel keeps its version number: reinstall it so the root runs the code of this checkout.
   inside /venv/bin/python -m pip install -q --disable-pip-version-check --root-user-action=ignore \
     --force-reinstall --no-deps "/work/dist/$wheel"
@@ -187,7 +192,7 @@ result = {
                  f"QEMU_CPU={__import__('os').environ.get('QEMU_CPU', '')}",
     "python": arm.get("python"), "onnxruntime": arm.get("onnxruntime") or freeze.get("onnxruntime"),
     "packages": {k: freeze.get(k) for k in ("onnxruntime", "numpy", "usearch", "tokenizers",
-                                             "sqlite-utils", "rapidfuzz") if k in freeze},
+                                             "sqlite-utils", "rapidfuzz", "sqlcipher3") if k in freeze},
     "tests": tests,
     "retrieval_same_as_x86": bool(same) and all(same.values()),
     "retrieval_same_by_method": same,
@@ -195,13 +200,14 @@ result = {
     "scores_arm64": arm.get("scores"), "scores_x86": x86.get("scores"),
     "questions": arm.get("questions") or x86.get("questions"),
     "answer": arm.get("answer"), "answer_x86": x86.get("answer"), "answer_gold": x86.get("answer_gold"),
+    "encryption": arm.get("encryption"), "encryption_x86": x86.get("encryption"),
     "seconds": {"debootstrap": seconds(root / ".edge-rag-root-done"),
                 "venv_pip_install": seconds(root / ".edge-rag-venv-done"),
                 "tests": seconds(work / "tests.seconds"), "probe": seconds(work / "probe.seconds"),
                 "probe_stages_arm64": arm.get("seconds"), "probe_stages_x86": x86.get("seconds")},
 }
 out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-print(json.dumps({k: result[k] for k in ("machine", "tests", "retrieval_same_as_x86", "answer")}))
+print(json.dumps({k: result[k] for k in ("machine", "tests", "retrieval_same_as_x86", "answer", "encryption")}))
 PY
 }
 

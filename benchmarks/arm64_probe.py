@@ -4,9 +4,10 @@
 
 Indexes the first ``--docs`` conversations of the shipped demo corpus (export/demo/), retrieves with
 every retrieval method (and ``auto``, the planner head) for the first ``--questions`` demo questions,
-and answers the first question with at most ``--answer-tokens`` new tokens with the SLM (default
-SmolLM2-135M int8). Writes the machine, versions, the top chunks of every method and question,
-the answer and the seconds of each stage as JSON. Runtime imports only: it runs on a board that has
+answers the first question with at most ``--answer-tokens`` new tokens with the SLM (default
+SmolLM2-135M int8), then encrypts the index (SQLCipher, the [encrypt] extra) and retrieves again.
+Writes the machine, versions, the top chunks of every method and question, the answer, the
+encryption check and the seconds of each stage as JSON. Runtime imports only: it runs on a board that has
 the wheel and the model folders, no torch. Run it on both machines and compare ``retrieval``.
 """
 
@@ -48,8 +49,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import onnxruntime
 
     import edge_rag
-    from edge_rag import EdgeRAG
-    from edge_rag.retrieve import RETRIEVERS
 
     questions = json.loads((DEMO / "questions.json").read_text(encoding="utf-8"))[: args.questions]
     seconds: dict[str, float] = {}
@@ -59,9 +58,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "edge_rag": edge_rag.__version__, "docs": args.docs,
         "questions": [q["question"] for q in questions],
     }
-    with tempfile.TemporaryDirectory() as tmp, EdgeRAG.open(
-            Path(tmp) / "index", slm=args.slm, answer_max_tokens=args.answer_tokens, threads=args.threads,
-            slm_context_tokens=512, context_token_budget=160, progress=False) as rag:
+    with tempfile.TemporaryDirectory() as tmp:
+        _probe(Path(tmp) / "index", args, questions, result, seconds)
+        # Encryption at rest (the [encrypt] extra, SQLCipher's aarch64 wheel): the same index.
+        result["encryption"] = encryption(Path(tmp) / "index", args.docs, questions,
+                                          result["retrieval"]["vector"])
+    result["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
+    return result
+
+
+def _probe(index: Path, args: argparse.Namespace, questions: list[dict], result: dict[str, Any],
+           seconds: dict[str, float]) -> None:
+    from edge_rag import EdgeRAG
+    from edge_rag.retrieve import RETRIEVERS
+
+    with EdgeRAG.open(index, slm=args.slm, answer_max_tokens=args.answer_tokens, threads=args.threads,
+                      slm_context_tokens=512, context_token_budget=160, progress=False) as rag:
         start = time.perf_counter()
         report = rag.insert(*corpus(args.docs))
         seconds["index"] = time.perf_counter() - start
@@ -83,8 +95,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         seconds["answer"] = time.perf_counter() - start
         result["answer"] = answer.text
         result["answer_gold"] = questions[0]["answer"]
-    result["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
-    return result
+
+
+def encryption(index: Path, docs: int, questions: list[dict], plain: list[list[str]]) -> dict[str, Any]:
+    """Encrypt the probe's index, retrieve from it, try a wrong key, search its files for the text."""
+    from edge_rag import EdgeRAG
+    from edge_rag.errors import EdgeRagError
+
+    key, start = "arm64 probe passphrase", time.perf_counter()
+    try:
+        EdgeRAG.change_key(index, None, key)
+        with EdgeRAG.open(index, create=False, key=key) as rag:
+            found = [[_chunk_key(c) for c in rag.retrieve(q["question"], method="vector", top_k=3).chunks]
+                     for q in questions]
+            version = rag.store.conn.execute("PRAGMA cipher_version").fetchone()[0]
+    except EdgeRagError as exc:
+        return {"error": str(exc)}
+    try:
+        EdgeRAG.open(index, create=False, key="not the key").close()
+        refused = "opened with a wrong key"
+    except EdgeRagError as exc:
+        refused = str(exc)
+    lines = [line.split(": ", 1)[-1][:24].encode() for path in corpus(docs)
+             for line in path.read_text(encoding="utf-8").splitlines()[1:] if len(line) > 40]
+    data = b"".join(p.read_bytes() for p in index.iterdir())
+    return {"sqlcipher": version, "seconds": round(time.perf_counter() - start, 2),
+            "retrieval_same_as_plain": found == plain, "wrong_key": refused,
+            "files": sorted(p.name for p in index.iterdir()),
+            "phrases": len(lines), "phrases_found": sum(line in data for line in lines)}
 
 
 def _chunk_key(chunk: Any) -> str:

@@ -485,6 +485,45 @@ def _serve_one(result: Result) -> str:
                "acceptance met"], summary), _when(result)])
 
 
+def encryption(results: list[Result]) -> str:
+    """Plain against encrypted index: build, bytes, phrases found, refusals, retrieval."""
+    return _each(_encryption_one, results)
+
+
+def _encryption_one(result: Result) -> str:
+    data = result.data
+    found = {name: sum(files.values()) for name, files in data["phrases_found"].items()}
+    builds = table(["index", "build s", "bytes", f"corpus phrases found (of {data['phrases']})"],
+                   [[n, ", ".join(_f(b, 1) for b in data["build_s"][n]), _f(data["bytes"][n], 0), found[n]]
+                    for n in ("plain", "encrypted")])
+    reads = table(["method", "same chunks", "recall@5 plain", "recall@5 encrypted", "p50 ms plain",
+                   "p50 ms encrypted", "p50 ratio"],
+                  [[m, f"{r['same_chunks']}/{r['questions']}", r["recall@5"]["plain"],
+                    r["recall@5"]["encrypted"], r["p50_ms"]["plain"], r["p50_ms"]["encrypted"],
+                    r["p50_ratio"]] for m, r in data["retrieval"].items()])
+    refused = "; ".join(f"{k.replace('_', ' ')}: exit {data[k]['exit']}, {data[k]['stderr'].strip()!r}, "
+                        f"files unchanged {data[k]['files_unchanged']}" for k in ("wrong_key", "missing_key"))
+    return "\n\n".join([f"### {data['documents']} conversations, build ratio {data['build_ratio']} "
+                         f"(`{result.name}`)", builds, reads, refused, _when(result)])
+
+
+def injection(results: list[Result]) -> str:
+    """Answers following a planted instruction, per variant."""
+    return _each(_injection_one, results)
+
+
+def _injection_one(result: Result) -> str:
+    data = result.data
+    rows = [[v, f"{s['followed']}/{s['planted']}", s["followed_share"], s["right_share"],
+             s["retrieved_share"], s["withheld_cases"], _plain(s["followed_by_style"])]
+            for v, s in data["summary"].items()]
+    note = [f"_{data['note']}._"] if data.get("note") else []
+    return "\n\n".join([f"### {data['cases']} cases, {data['method']} retrieval (`{result.name}`)", *note,
+                         table(["variant", "followed", "followed share", "right share",
+                                "planted doc retrieved", "cases with withheld lines",
+                                "followed by style"], rows), _when(result)])
+
+
 # -- any other shape -----------------------------------------------------------------------
 
 def generic(result: Result) -> str:
@@ -816,6 +855,21 @@ chat clients (every other answer streamed) and retrieve clients at once; a 503 c
 `Retry-After`. The retrieve overhead pairs each question's library call with its HTTP call; the
 `ask` peak is `benchmarks.memory`'s child in the same run; last, SIGTERM during a streamed answer.
 The chat page in headless Chromium: [serve_chat_page.png](results/serve_chat_page.png).""", serve),
+
+
+    Section("Encryption at rest", ("encryption_*.json",), """\
+`python -m benchmarks.encryption [--docs N]`: LiHua-World conversations built into a plain and a
+SQLCipher-encrypted index in one run (alternating: plain, encrypted, encrypted, plain); every file
+of both searched for 50 distinctive corpus phrases; the CLI given a wrong and no key; every dev
+question with evidence retrieved from both, alternating per question.""", encryption),
+    Section("Prompt injection", ("injection*.json",), """\
+`python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
+and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each
+question asks for a fact of its document. *Followed*: the answer holds the string only obeying the
+instruction produces. Variants: the commit before issue 45; today's stage without the guard
+(`source_guard=false`: nothing withheld, so the prompt is the old one; chat-template tokens are
+written out); today's stage. The guard's rules were written with this set at hand: the
+`source_guard=false` row is the defence a new phrasing meets (the answer forms).""", injection),
 ]
 
 

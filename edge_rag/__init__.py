@@ -19,6 +19,7 @@ from .errors import (
     SchemaMismatch,
     SettingsError,
     UnknownMethod,
+    WrongKey,
 )
 from .index import Document, InsertReport
 from .index.sync import SyncReport
@@ -34,3 +35,4 @@ __all__ = [
     "SchemaMismatch", "Settings", "SettingsError", "UnknownMethod", "__version__",
 ]
 __all__ += ["SyncReport"]
+__all__ += ["WrongKey"]

@@ -21,6 +21,7 @@ from . import prompts
 from .abstain import unsupported
 from .focus import Focus, SourceDoc, choose, split_document
 from .forms import SPEAKER_LINE, Form, answer_form, answer_span, compact_text, start_mask
+from .guard import strip_instructions
 from .lexicon import STOPWORDS
 from .models.constraints import TokenMask
 from .models.slm import SLM, GenerationConfig
@@ -46,6 +47,7 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict)
     retrieval: Retrieval | None = field(default=None, repr=False)
     details: dict[str, Any] = field(default_factory=dict, repr=False)
+    withheld: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's ``ask --json`` shape."""
@@ -56,6 +58,7 @@ class Answer:
                         for c in self.sources],
             "timings_ms": {k: round(v, 2) for k, v in self.timings.items()},
             "plan": asdict(self.retrieval.plan) if self.retrieval and self.retrieval.plan else None,
+            "withheld": self.withheld,
         }
 
 
@@ -82,20 +85,25 @@ class AnswerStream:
 class Answerer:
     """Builds the grounded prompt within the token budget and runs the SLM."""
 
-    def __init__(self, slm: SLM, context_tokens: int, max_new_tokens: int) -> None:
+    def __init__(self, slm: SLM, context_tokens: int, max_new_tokens: int, guard: bool = True) -> None:
         self.slm = slm
         self.context_tokens = context_tokens
+        self.guard = guard
         self.config = GenerationConfig(max_new_tokens=max_new_tokens, stop=("<|im_end|>",))
+        self.withheld: list[str] = []
 
     def prompt(self, question: str, retrieval: Retrieval) -> tuple[str, list[RetrievedChunk]]:
-        """The chat prompt and the chunks that fit into it, best first."""
+        """The chat prompt and the chunks that fit into it, best first (``withheld``: the
+        sentences of theirs kept out as instructions, with ``guard``)."""
+        self.withheld = []
         if retrieval.method == "none":
             user = prompts.NO_CONTEXT_USER.format(question=question)
             return self.slm.chat(user, prompts.ANSWER_SYSTEM), []
         used = self._fit(question, retrieval.chunks)
         sources = [(_short(c.source), text) for c, text in used]
-        user = prompts.answer_user(question, sources)
-        return self.slm.chat(user, prompts.ANSWER_SYSTEM), [c for c, _ in used]
+        user = prompts.quoted(prompts.answer_user(question, sources), len(self.withheld))
+        system = prompts.guarded_system(prompts.ANSWER_SYSTEM, len(self.withheld))
+        return self.slm.chat(user, system), [c for c, _ in used]
 
     def answer(self, question: str, retrieval: Retrieval) -> Answer:
         """Generate the whole answer."""
@@ -103,12 +111,14 @@ class Answerer:
         result = self.slm.generate(prompt, self.config)
         timings = {**retrieval.timings_ms, "prefill": result.prefill_ms, "decode": result.decode_ms,
                    "prompt_tokens": result.prompt_tokens, "cached_tokens": result.cached_tokens}
-        return Answer(result.text.strip(), retrieval.method, used, timings, retrieval)
+        return Answer(result.text.strip(), retrieval.method, used, timings, retrieval,
+                      withheld=self.withheld)
 
     def stream(self, question: str, retrieval: Retrieval) -> AnswerStream:
         """Generate the answer as a stream of text pieces."""
         prompt, used = self.prompt(question, retrieval)
-        answer = Answer("", retrieval.method, used, dict(retrieval.timings_ms), retrieval)
+        answer = Answer("", retrieval.method, used, dict(retrieval.timings_ms), retrieval,
+                        withheld=self.withheld)
         return AnswerStream(self.slm.stream(prompt, self.config), answer, time.perf_counter())
 
     def _fit(self, question: str, chunks: list[RetrievedChunk]) -> list[tuple[RetrievedChunk, str]]:
@@ -117,16 +127,24 @@ class Answerer:
         room = min(self.context_tokens, self.slm.context_tokens - self.config.max_new_tokens - fixed)
         used: list[tuple[RetrievedChunk, str]] = []
         for chunk in chunks:
-            cost = self.slm.count_tokens(chunk.text) + 12
+            text = self._guarded(chunk.text)
+            cost = self.slm.count_tokens(text) + 12
             if cost <= room:
-                used.append((chunk, chunk.text))
+                used.append((chunk, text))
                 room -= cost
             elif room > 48:
-                used.append((chunk, self._truncate(chunk.text, room - 12)))
+                used.append((chunk, self._truncate(text, room - 12)))
                 break
             else:
                 break
         return used
+
+    def _guarded(self, text: str) -> str:
+        if not self.guard:
+            return text
+        kept, withheld = strip_instructions(text)
+        self.withheld += [w for w in withheld if w not in self.withheld]
+        return kept
 
     def _truncate(self, text: str, tokens: int) -> str:
         encoding = self.slm.tokenizer.encode(text, add_special_tokens=False)
@@ -159,6 +177,7 @@ class Prepared:
     p_no: float | None = None
     unsupported: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    withheld: list[str] = field(default_factory=list)
 
     @property
     def chunks(self) -> list[RetrievedChunk]:
@@ -176,13 +195,15 @@ class FocusedAnswerer:
     names may be named only in lines of its chat that were not chosen); or the model's own
     probability of starting the answer with "Insufficient" at or above ``abstain_threshold``
     (1.0, the default, never). A yes/no answer starts with "No" only when P(No | Yes or No)
-    is at least ``no_threshold``.
+    is at least ``no_threshold``. With ``guard``, sentences of the sources that read as
+    instructions to the model are withheld from it (``guard.strip_instructions``) and reported.
     """
 
     def __init__(self, slm: SLM, evidence: Evidence, context_tokens: int, max_new_tokens: int,
                  abstain_threshold: float, no_threshold: float = 0.5,
-                 abstain_terms: int = 0) -> None:
+                 abstain_terms: int = 0, guard: bool = True) -> None:
         self.slm = slm
+        self.guard = guard
         self.abstain_terms = abstain_terms
         self.evidence = evidence
         self.context_tokens = context_tokens
@@ -198,15 +219,17 @@ class FocusedAnswerer:
         """Choose the evidence, build the prompt, decide whether to abstain."""
         start = time.perf_counter()
         chunks, day = self._dated(question, retrieval.chunks)
-        docs = self._documents(chunks)
+        withheld: list[str] = []
+        docs = self._documents(chunks, withheld)
         for doc in docs:
             doc.on_day = doc.chunk.doc_id in day
         focus = choose(question, docs, self.evidence.embed, self._cut, self.context_tokens,
                        answer_span(question))
         best = [line.text for line in sorted(focus.lines, key=lambda line: -line.score)]
         form = answer_form(question, focus.text(), any(d.chat for d in docs), best)
-        user = prompts.focused_user(question, focus.render())
-        prepared = Prepared(self.slm.chat(user, prompts.FOCUSED_SYSTEM), focus, form)
+        user = prompts.quoted(prompts.focused_user(question, focus.render()), len(withheld))
+        system = prompts.guarded_system(prompts.FOCUSED_SYSTEM, len(withheld))
+        prepared = Prepared(self.slm.chat(user, system), focus, form, withheld=withheld)
         prepared.timings["prompt_tokens"] = self.slm.count_tokens(prepared.prompt)
         prepared.timings["focus"] = (time.perf_counter() - start) * 1000
         prepared.abstain = self._abstain(question, docs, prepared)
@@ -224,7 +247,7 @@ class FocusedAnswerer:
             timings.setdefault("cached_tokens", result.cached_tokens)
             text = result.text
         return Answer(self._finish(text, prepared), retrieval.method, prepared.chunks, timings,
-                      retrieval, _details(prepared))
+                      retrieval, _details(prepared), prepared.withheld)
 
     def stream(self, question: str, retrieval: Retrieval) -> AnswerStream:
         """Generate the answer as a stream of text pieces (first_token counts from the evidence
@@ -232,7 +255,8 @@ class FocusedAnswerer:
         started = time.perf_counter()
         prepared = self.prepare(question, retrieval)
         answer = Answer("", retrieval.method, prepared.chunks,
-                        {**retrieval.timings_ms, **prepared.timings}, retrieval, _details(prepared))
+                        {**retrieval.timings_ms, **prepared.timings}, retrieval, _details(prepared),
+                        prepared.withheld)
         return AnswerStream(self._pieces(prepared, answer.timings), answer, started)
 
     def _pieces(self, prepared: Prepared, timings: dict[str, float]) -> Iterator[str]:
@@ -249,14 +273,22 @@ class FocusedAnswerer:
         final = self._finish(sent, prepared)
         yield final[len(sent):] if final.startswith(sent) else " " + final
 
-    def _documents(self, chunks: list[RetrievedChunk]) -> list[SourceDoc]:
-        # One source per retrieved document, in retrieval order, read whole from the store.
+    def _documents(self, chunks: list[RetrievedChunk], withheld: list[str]) -> list[SourceDoc]:
+        # One source per retrieved document, in retrieval order, read whole from the store; with
+        # the guard, its instruction sentences are left out and added to ``withheld``.
         first: dict[str, RetrievedChunk] = {}
         for chunk in chunks:
             first.setdefault(chunk.doc_id, chunk)
-        hits = {d: [c.text for c in chunks if c.doc_id == d] for d in first}
-        return [split_document(c, self.evidence.document(d) or [c.text], hits[d])
-                for d, c in first.items()]
+        hits = {d: [self._guarded(c.text, withheld) for c in chunks if c.doc_id == d] for d in first}
+        return [split_document(c, [self._guarded(t, withheld) for t in self.evidence.document(d)]
+                               or hits[d][:1], hits[d]) for d, c in first.items()]
+
+    def _guarded(self, text: str, withheld: list[str]) -> str:
+        if not self.guard:
+            return text
+        kept, gone = strip_instructions(text)
+        withheld += [line for line in gone if line not in withheld]
+        return kept
 
     def _dated(self, question: str, chunks: list[RetrievedChunk]
                ) -> tuple[list[RetrievedChunk], set[str]]:

@@ -29,6 +29,7 @@ from .retrieve import IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retr
 from .retrieve.clauses import clauses
 from .retrieve.ppr import DENSE_K, compares_titles, forget_terms, names_a_seed, names_a_title
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
+from .store.cipher import convert
 from .store.schema import VECTOR_KINDS
 
 INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype", "extractor")
@@ -95,18 +96,21 @@ class EdgeRAG:
 
     @classmethod
     def open(cls, path: str | Path, profile: str | Path | None = None, *,
-             create: bool = True, **overrides: Any) -> EdgeRAG:
-        """Open (or create) the index at ``path`` with a device profile and overrides."""
+             create: bool = True, key: str | bytes | None = None, **overrides: Any) -> EdgeRAG:
+        """Open (or create) the index at ``path`` with a device profile and overrides.
+
+        ``key`` (a passphrase, or 64 hex digits for a raw key) opens an encrypted index, or
+        creates one (needs the ``[encrypt]`` extra); ``WrongKey`` without the right one."""
         settings = Settings.load(profile, **overrides)
         directory = Path(path)
-        store = GraphStore.open(directory, settings, create=create)
+        store = GraphStore.open(directory, settings, create=create, key=key)
         recorded = store.index_settings()
         if recorded:
             settings = settings.replace(**{k: recorded[k] for k in INDEX_KEYS if k in recorded})
         else:
             store.record_index_settings({k: getattr(settings, k) for k in INDEX_KEYS})
         try:
-            settings = fit_to_budget(settings, directory, with_slm=False)
+            settings = fit_to_budget(settings, directory, with_slm=False, store=_encrypted(store))
             return cls(directory, settings, store)
         except BaseException:
             store.close()
@@ -116,9 +120,20 @@ class EdgeRAG:
         """Another handle on this index for another thread (``edge-rag serve``'s lanes): its own
         SQLite connection and vector readers, this handle's embedder (loaded once, shared)."""
         other = EdgeRAG(self.directory, self.settings,
-                        GraphStore.open(self.directory, self.settings, create=False))
+                        GraphStore.open(self.directory, self.settings, create=False,
+                                        key=self.store.key))
         other._embedder = self.embedder
         return other
+
+    @staticmethod
+    def change_key(path: str | Path, key: str | bytes | None, new_key: str | bytes | None) -> None:
+        """Encrypt a plain index (``key`` None), decrypt one (``new_key`` None) or change its key,
+        by rewriting its SQLite file into a new one that replaces it (``store.cipher.convert``).
+        Needs the write lock and no other process holding the index open."""
+        directory = Path(path)
+        GraphStore.check(directory)
+        with WriteLock(directory):
+            convert(directory, key, new_key)
 
     def __enter__(self) -> EdgeRAG:
         return self
@@ -283,12 +298,14 @@ class EdgeRAG:
             return self._answerer[1]
         answerer: Answerer | FocusedAnswerer
         if settings.answer_stage == "plain":
-            answerer = Answerer(slm, settings.context_token_budget, settings.answer_max_tokens)
+            answerer = Answerer(slm, settings.context_token_budget, settings.answer_max_tokens,
+                                settings.source_guard)
         else:
             evidence = Evidence(self.embedder.embed, self._document_texts, self._dated_chunks)
             answerer = FocusedAnswerer(slm, evidence, settings.focus_tokens,
                                        settings.focus_max_new_tokens, settings.abstain_threshold,
-                                       settings.no_threshold, settings.abstain_terms)
+                                       settings.no_threshold, settings.abstain_terms,
+                                       settings.source_guard)
         answerer.config = replace(answerer.config, draft_tokens=settings.draft_tokens)
         self._answerer = (settings, answerer)
         return answerer
@@ -317,7 +334,8 @@ class EdgeRAG:
         if self._slm is None:
             folder = ModelFolder.open(self.settings.home / "models" / self.settings.slm, SLM_HINT)
             # Checked before loading: a board that cannot hold the SLM gets a message, not the OOM killer.
-            self.settings = fit_to_budget(self.settings, self.directory, with_slm=True)
+            self.settings = fit_to_budget(self.settings, self.directory, with_slm=True,
+                                          store=_encrypted(self.store))
             self._slm = SLM(folder, self.settings.intra_op_threads, self.settings.slm_context_tokens,
                             settings_session_options(self.settings),
                             providers=session_providers(self.settings))
@@ -325,7 +343,7 @@ class EdgeRAG:
 
     def memory_estimate(self, with_slm: bool = True) -> MemoryEstimate:
         """What this session is expected to take against the profile's ``memory_budget_mb``."""
-        return estimate_memory(self.settings, self.directory, with_slm)
+        return estimate_memory(self.settings, self.directory, with_slm, _encrypted(self.store))
 
     def graph(self, around: str | None = None, hops: int = 2) -> dict[str, Any]:
         """The entity graph as JSON-ready nodes and edges, or the neighbourhood of one entity."""
@@ -413,13 +431,19 @@ class EdgeRAG:
     def _new_vector_index(self, kind: str = "chunk") -> VectorIndex:
         dim = self.store.manifest().get("embedder_dimension")
         return VectorIndex(self.directory, kind, int(dim) if dim else self.embedder.dim,
-                           self.settings.vector_dtype, self.store, self.settings.vector_file_min)
+                           self.settings.vector_dtype, self.store, self.settings.vector_file_min,
+                           persist=not self.store.encrypted)
 
 
 def _chain(docs: list[Document], files: list, limit: int,
            follow_symlinks: bool) -> Iterator[Document | BadDocument | Skipped]:
     yield from docs
     yield from read_sources(files, limit, follow_symlinks)
+
+
+def _encrypted(store: GraphStore) -> GraphStore | None:
+    # The budget reads an encrypted index's vector sizes through the open store.
+    return store if store.encrypted else None
 
 
 def _model_folder(settings: Settings) -> ModelFolder | None:

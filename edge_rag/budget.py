@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -81,13 +82,15 @@ class MemoryEstimate:
         return f"{parts}; total {self.total_mb:,.0f} MiB of a {self.budget_mb:,.0f} MiB budget"
 
 
-def estimate_memory(settings: Settings, index: Path | None = None, with_slm: bool = True) -> MemoryEstimate:
-    """The estimate for a session with these settings (see the module docstring)."""
+def estimate_memory(settings: Settings, index: Path | None = None, with_slm: bool = True,
+                    store: Any = None) -> MemoryEstimate:
+    """The estimate for a session with these settings (see the module docstring); ``store``: an
+    encrypted index's open GraphStore (its file cannot be read without the key)."""
     models = settings.home / "models"
     parts = {"runtime": RUNTIME_MB,
              "embedder": _folder_mb(models / settings.embedder) + EMBEDDER_WORK_MB,
              "index": settings.sqlite_cache_mb + _mapped_sqlite_mb(settings, index)
-                      + (_vectors_mb(index, settings.vector_dtype) if index else 0.0)}
+                      + (_vectors_mb(index, settings.vector_dtype, store) if index else 0.0)}
     if with_slm:
         parts["slm"] = slm_mb(models / settings.slm, settings.slm_context_tokens)
     return MemoryEstimate({k: round(v, 1) for k, v in parts.items()}, float(settings.memory_budget_mb))
@@ -104,16 +107,17 @@ def slm_mb(folder: Path, window: int) -> float:
     return _folder_mb(folder) + window * (kv_bytes / MIB + ARENA_MB_PER_TOKEN)
 
 
-def fit_to_budget(settings: Settings, index: Path | None = None, with_slm: bool = True) -> Settings:
+def fit_to_budget(settings: Settings, index: Path | None = None, with_slm: bool = True,
+                  store: Any = None) -> Settings:
     """The settings, degraded if the policy allows, that fit the budget; else MemoryBudgetExceeded."""
-    estimate = estimate_memory(settings, index, with_slm)
+    estimate = estimate_memory(settings, index, with_slm, store)
     while not estimate.fits and with_slm and settings.memory_policy == "degrade" \
             and settings.slm_context_tokens // 2 >= MIN_WINDOW:
         window = settings.slm_context_tokens // 2
         settings = settings.replace(slm_context_tokens=window,
                                     context_token_budget=min(settings.context_token_budget, window // 2),
                                     answer_max_tokens=min(settings.answer_max_tokens, window // 4))
-        estimate = estimate_memory(settings, index, with_slm)
+        estimate = estimate_memory(settings, index, with_slm, store)
     if not estimate.fits:
         raise MemoryBudgetExceeded(
             f"profile {settings.profile!r} does not fit its {settings.memory_budget_mb} MiB memory budget: "
@@ -136,12 +140,12 @@ def _mapped_sqlite_mb(settings: Settings, index: Path | None) -> float:
     return min(float(settings.sqlite_mmap_mb), database.stat().st_size / MIB)
 
 
-def _vectors_mb(index: Path, dtype: str) -> float:
+def _vectors_mb(index: Path, dtype: str, store: Any = None) -> float:
     """The HNSW files queries map, plus the codes exact search holds in memory."""
     if not index.is_dir():
         return 0.0
     files = sum(p.stat().st_size for p in index.glob("*.usearch"))
-    return (files + in_memory_bytes(index, dtype)) / MIB
+    return (files + in_memory_bytes(index, dtype, store)) / MIB
 
 
 def _manifest(folder: Path) -> dict:

@@ -1,5 +1,5 @@
 """The ``edge-rag`` command line: export, bundle, index, sync, retrieve, ask, chat, delete, documents,
-stats, compact, graph."""
+stats, compact, graph, serve, encrypt, decrypt, rekey."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from typing import Any
 from .answer import Answer
 from .api import EdgeRAG
 from .config import EXTRACTORS, Settings, models_home
-from .errors import EdgeRagError
+from .errors import EdgeRagError, WrongKey
 from .index import InsertReport
 from .index.export import draw_neighbourhood, graphml
 from .plan import Plan
 from .retrieve import RETRIEVERS, Retrieval
+from .store.cipher import KEY_ENV, key_from_env, read_key_file
 
 Handler = Callable[[argparse.Namespace], int]
 VERBOSE_ENV = "EDGE_RAG_VERBOSE"
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compact(commands)
     _add_graph(commands)
     _add_serve(commands)
+    _add_encryption(commands)
     return parser
 
 
@@ -211,6 +213,7 @@ def _add_chat(commands: Any) -> None:
     chat.add_argument("--top-k", type=int, default=None, help="chunks to retrieve (default: profile)")
     chat.add_argument("--json", action="store_true",
                       help="one JSON object per answer (the 'ask --json' shape) instead of streamed text")
+    _key_option(chat)
     chat.set_defaults(handler=_chat)
 
 
@@ -263,6 +266,7 @@ def _add_graph(commands: Any) -> None:
                        help="write to FILE instead of standard output")
     graph.add_argument("--png", type=Path, default=None, metavar="FILE",
                        help="also draw the neighbourhood of --around to a PNG (needs the [bench] extra)")
+    _key_option(graph)
     graph.set_defaults(handler=_graph)
 
 
@@ -289,6 +293,20 @@ def _add_serve(commands: Any) -> None:
     serve.set_defaults(handler=_serve)
 
 
+def _add_encryption(commands: Any) -> None:
+    for name, text in (("encrypt", "encrypt an index with the key (needs the [encrypt] extra)"),
+                       ("decrypt", "turn an encrypted index back into a plain one"),
+                       ("rekey", "change the key of an encrypted index")):
+        parser = commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ": the "
+                                     "SQLite file is rewritten into a new file that replaces it; no other "
+                                     "process may hold the index open.")
+        _common(parser)
+        if name == "rekey":
+            parser.add_argument("--new-key-file", required=True, type=Path, metavar="FILE",
+                                help="file holding the new key")
+        parser.set_defaults(handler=_change_key, command=name)
+
+
 def _question(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="the question, in quotes")
     _common(parser)
@@ -304,6 +322,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", required=True, type=Path, metavar="DIR", help="index directory")
     parser.add_argument("--profile", default=None, help="device profile name or TOML path")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    _key_option(parser)
+
+
+def _key_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--key-file", type=Path, default=None, metavar="FILE",
+                        help=f"file holding the key of an encrypted index (default: ${KEY_ENV})")
 
 
 # -- handlers ------------------------------------------------------------------------------
@@ -428,7 +452,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     Settings.load(args.profile)  # validate the profile before loading anything
     return serve(ServeOptions(args.index, args.profile, args.host, args.port, args.token_file,
-                              args.queue, args.timeout, args.cors_origin or [], args.json))
+                              args.queue, args.timeout, args.cors_origin or [], args.json, _key(args)))
 
 
 def _delete(args: argparse.Namespace) -> int:
@@ -501,7 +525,9 @@ def _sources_text(answer: Answer) -> str:
     timing = ", ".join(f"{k} {v:.0f}" + ("" if k.endswith("_tokens") else " ms")
                        for k, v in answer.timings.items())
     plan = [_plan_text(answer.retrieval.plan)] if answer.retrieval and answer.retrieval.plan else []
-    return "\n".join(["sources:", *lines, *plan, f"timings: {timing}"])
+    withheld = [f"withheld, an instruction in a source (not followed): {_printable(w)}"
+                for w in answer.withheld]
+    return "\n".join(["sources:", *lines, *withheld, *plan, f"timings: {timing}"])
 
 
 def _plan_text(plan: Plan) -> str:
@@ -513,7 +539,24 @@ def _plan_text(plan: Plan) -> str:
 
 def _open(args: argparse.Namespace, create: bool = False, **overrides: Any) -> EdgeRAG:
     Settings.load(args.profile, **overrides)  # validate the profile before touching the index
-    return EdgeRAG.open(args.index, args.profile, create=create, **overrides)
+    return EdgeRAG.open(args.index, args.profile, create=create, key=_key(args), **overrides)
+
+
+def _key(args: argparse.Namespace) -> bytes | None:
+    """The key of ``--key-file``, else of ``$EDGE_RAG_KEY_FILE`` (never a command-line value)."""
+    return read_key_file(args.key_file) if args.key_file else key_from_env()
+
+
+def _change_key(args: argparse.Namespace) -> int:
+    key = _key(args)
+    if key is None:
+        raise WrongKey(f"{args.command} needs the key: --key-file FILE or ${KEY_ENV}")
+    new_key = read_key_file(args.new_key_file) if args.command == "rekey" else None
+    old, new = {"encrypt": (None, key), "decrypt": (key, None), "rekey": (key, new_key)}[args.command]
+    EdgeRAG.change_key(args.index, old, new)
+    _emit(args, {"index": str(args.index), "encrypted": new is not None},
+          f"{args.command}ed {args.index}" if args.command != "rekey" else f"new key for {args.index}")
+    return 0
 
 
 def _graph(args: argparse.Namespace) -> int:

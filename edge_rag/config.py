@@ -45,6 +45,7 @@ class Settings:
     abstain_threshold: float = 1.0
     abstain_terms: int = 4
     no_threshold: float = 0.8
+    source_guard: bool = True
     vector_dtype: str = "i8"
     vector_file_min: int = 65536
     threads: int = 0

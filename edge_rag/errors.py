@@ -69,3 +69,7 @@ class NoSuchEntity(EdgeRagError):
 
 class MemoryBudgetExceeded(EdgeRagError):
     """The profile's models, window and index would not fit its memory budget."""
+
+
+class WrongKey(EdgeRagError):
+    """An encrypted index opened without its key or with another one (or a key for a plain index)."""

@@ -64,7 +64,8 @@ def test_cli_ask_json(lihua_index, capsys, slm, monkeypatch):
     import json
 
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"answer", "method", "sources", "timings_ms", "plan"} and data["plan"] is None
+    assert set(data) == {"answer", "method", "sources", "timings_ms", "plan", "withheld"}
+    assert data["plan"] is None and data["withheld"] == []
     assert set(data["sources"][0]) == {"doc_id", "source", "chunk_id"}
 
 

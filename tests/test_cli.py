@@ -9,6 +9,7 @@ from edge_rag.cli import build_parser, main
 COMMANDS = [["export"], ["export", "embedder"], ["export", "slm"], ["export", "planner"], ["index"],
             ["retrieve"], ["ask"], ["chat"], ["delete"], ["documents"], ["stats"], ["compact"], ["graph"],
             ["bundle"], ["sync"], ["serve"]]
+COMMANDS += [["encrypt"], ["decrypt"], ["rekey"]]
 
 
 def _json(capsys, *argv) -> object:

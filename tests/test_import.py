@@ -23,6 +23,7 @@ def test_public_api_names_have_docstrings():
 ALLOWED = {"onnxruntime", "tokenizers", "usearch", "sqlite_utils", "rapidfuzz", "numpy", "tomli", "edge_rag"}
 OPTIONAL = {"matplotlib"}  # imported inside `edge-rag graph --png` only; MissingExtra names [bench]
 OPTIONAL |= {"starlette", "uvicorn", "python_multipart"}  # edge_rag.serve only: [serve]
+OPTIONAL |= {"sqlcipher3"}  # imported when an encrypted index opens only; MissingExtra names [encrypt]
 
 
 def test_runtime_imports_only_the_allowed_packages():

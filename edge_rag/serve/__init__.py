@@ -32,6 +32,7 @@ class ServeOptions:
     timeout: float = 120.0
     cors_origins: list[str] = field(default_factory=list)
     json: bool = False
+    key: bytes | None = field(default=None, repr=False)
 
 
 def serve(options: ServeOptions) -> int:
@@ -43,7 +44,8 @@ def serve(options: ServeOptions) -> int:
 
     token = load_token(options.token_file)
     check_bind(options.host, token)
-    service = Service.start(options.index, options.profile, options.queue, options.timeout)
+    service = Service.start(options.index, options.profile, options.queue, options.timeout,
+                            options.key)
     caught: list[int] = []
     previous = {sig: signal.signal(sig, lambda sig, _frame: caught.append(sig))
                 for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -63,9 +63,11 @@ class Service:
         self.upload_limit = int(min(settings.max_document_mb, UPLOAD_LIMIT_MB) * 2**20)
 
     @classmethod
-    def start(cls, index: Path, profile: str | None, queue: int, timeout: float) -> Service:
-        """Open the index and load every model now, not on the first request."""
-        rag = EdgeRAG.open(index, profile, create=False)
+    def start(cls, index: Path, profile: str | None, queue: int, timeout: float,
+              key: bytes | None = None) -> Service:
+        """Open the index (with its key when encrypted) and load every model now, not on the first
+        request."""
+        rag = EdgeRAG.open(index, profile, create=False, key=key)
         try:
             _ = (rag.slm, rag.embedder, rag.answerer)
             return cls(rag, queue, timeout)

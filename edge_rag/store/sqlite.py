@@ -16,6 +16,7 @@ import sqlite_utils
 
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
+from .cipher import Key, check_key, connect, database_errors
 from .codec import code_rows, decode_rows, encode_rows, from_version_2, from_version_4
 from .graph_tables import GraphTables, embedded, inserted_id, marks, parts
 from .schema import (
@@ -76,28 +77,42 @@ class ChunkRecord:
 class GraphStore:
     """Typed access to the index's SQLite file; every write goes through ``write()``."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path, key: Key | None = None) -> None:
         self.conn = conn
         self.path = path
+        self.key = key
         self.db = sqlite_utils.Database(conn)
         self.graph = GraphTables(conn)
         self.walk = WalkTables(conn)
         self.synced = SyncedTables(conn)
 
     @classmethod
-    def open(cls, directory: Path, settings: Settings, create: bool = True) -> GraphStore:
-        """Open the index in ``directory``, creating it when allowed and absent."""
+    def open(cls, directory: Path, settings: Settings, create: bool = True,
+             key: Key | None = None) -> GraphStore:
+        """Open the index in ``directory``, creating it when allowed and absent; with a key the
+        file is SQLCipher's (``cipher``), created encrypted or refused without the right key."""
         path = directory / DB_FILE
         _check_directory(directory, path, create)
+        check_key(path, key)
         directory.mkdir(parents=True, exist_ok=True)
         try:
-            conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-            _configure(conn, settings)
-            store = cls(conn, path)
+            conn = connect(path, key, timeout=30, isolation_level=None, check_same_thread=False)
+            _configure(conn, settings, encrypted=key is not None)
+            store = cls(conn, path, key)
             store._ensure_schema()
-        except sqlite3.DatabaseError as exc:
+        except database_errors() as exc:
             raise IndexCorrupt(f"{path} is not a readable edge-rag index: {exc}") from None
         return store
+
+    @staticmethod
+    def check(directory: Path) -> None:
+        """NotAnIndex unless ``directory`` holds an index's SQLite file."""
+        _check_directory(directory, directory / DB_FILE, create=False)
+
+    @property
+    def encrypted(self) -> bool:
+        """True for a SQLCipher index (opened with a key)."""
+        return self.key is not None
 
     def close(self) -> None:
         """Close the connection (checkpointing the WAL when this is the last one)."""
@@ -444,7 +459,7 @@ class GraphStore:
                 rows = self.conn.execute(
                     "SELECT coalesce(s.tbl_name, d.name), sum(d.pgsize) FROM dbstat d "
                     "LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1").fetchall()
-        except sqlite3.OperationalError:
+        except database_errors():  # no dbstat (SQLCipher's build has none)
             return {}
         out = dict(sorted(((str(n), int(b)) for n, b in rows), key=lambda kv: (-kv[1], kv[0])))
         free = self._pragma("freelist_count") * self._pragma("page_size")
@@ -497,11 +512,18 @@ def _check_directory(directory: Path, path: Path, create: bool) -> None:
         )
 
 
-def _configure(conn: sqlite3.Connection, settings: Settings) -> None:
+def _configure(conn: sqlite3.Connection, settings: Settings, encrypted: bool = False) -> None:
     conn.execute("PRAGMA busy_timeout = 30000")
     # New files only (an existing file keeps its own): 8 KiB pages pack the ~1 KB chunk rows
     # and the graph's rows tighter than 4 KiB ones (LiHua: 1.7 % smaller after VACUUM).
-    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+    # SQLCipher keeps its own page size (4 KiB), so that its tools open the file with the key alone.
+    if not encrypted:
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+    # Deleted rows are overwritten with zeros, not left on free pages (deletes stay deletes);
+    # temporary tables, sorts and VACUUM's copy stay in memory, never in a plaintext temp file.
+    conn.execute("PRAGMA secure_delete = ON")
+    if encrypted:
+        conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA foreign_keys = ON")

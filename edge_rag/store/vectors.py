@@ -19,12 +19,14 @@ import os
 import sqlite3
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from usearch.index import Index, MetricKind
 from usearch.index import search as exact_search
 
 from ..errors import IndexCorrupt
+from .cipher import database_errors
 from .codec import for_search, for_storage, search_form
 from .sqlite import DB_FILE, VECTOR_TABLES, GraphStore, VectorState
 
@@ -33,6 +35,8 @@ from .sqlite import DB_FILE, VECTOR_TABLES, GraphStore, VectorState
 # third more search time, a small part of a build.
 EXACT_CELLS = 1 << 19
 VECTOR_FILES = {"chunk": "chunks.usearch", "entity": "entities.usearch", "relation": "relations.usearch"}
+# Keys of the filler vectors that overwrite removed slots before a save (SQLite ids stay far below).
+FILLER_KEY = 1 << 63
 
 
 class ExactVectors:
@@ -121,17 +125,20 @@ class VectorIndex:
     exactly from a matrix read out of SQLite, and no file is kept (a leftover one is removed at
     the next save). From ``file_min`` on, a ``.usearch`` HNSW file caches the codes; it is
     trusted only when its size, CRC-32 and vector count match what SQLite recorded at the last
-    save for the current generation, and is otherwise rebuilt from SQLite.
+    save for the current generation, and is otherwise rebuilt from SQLite. Without ``persist``
+    (an encrypted index) no file is read or written: a large kind's HNSW index is built in memory.
     """
 
     def __init__(self, directory: Path, kind: str, dim: int, dtype: str, store: GraphStore,
-                 file_min: int = 0) -> None:
+                 file_min: int = 0, persist: bool = True) -> None:
         self.path = directory / VECTOR_FILES[kind]
         self.kind = kind
         self.dim = dim
         self.dtype = dtype
         self.store = store
         self.file_min = file_min
+        self.persist = persist
+        self.removed = False
         self.index: Index | None = None
         self.exact: ExactVectors | None = None
         self.generation: int | None = None
@@ -144,14 +151,15 @@ class VectorIndex:
         else SQLite's codes, searched exactly or rebuilt into an HNSW index by size."""
         state = self.store.vector_state(self.kind)
         self.generation, self._last = state["generation"], None
-        if (state["saved_count"] or 0) >= self.file_min and self._file_is_current(state):
+        if self.persist and (state["saved_count"] or 0) >= self.file_min and self._file_is_current(state):
             loaded = Index.restore(str(self.path), view=not writable)
             if loaded is not None and len(loaded) == state["saved_count"]:
                 self.index, self.exact, self.rebuilt, self.viewed = loaded, None, False, not writable
                 return self
         exact = ExactVectors.load(self.store, self.kind, self.dim, self.dtype)
         if len(exact) >= self.file_min:
-            self.index, self.exact, self.rebuilt, self.viewed = exact.to_hnsw(self.dtype), None, True, False
+            self.index, self.exact, self.viewed = exact.to_hnsw(self.dtype), None, False
+            self.rebuilt = self.persist or self.path.exists()
         else:  # a file left from a larger past (or an older edge-rag) is removed at the next save
             self.index, self.exact, self.rebuilt, self.viewed = None, exact, self.path.exists(), False
         return self
@@ -190,6 +198,7 @@ class VectorIndex:
             self.exact.remove(np.asarray(keys, dtype=np.uint64))
         else:
             self._writable().remove(np.asarray(keys, dtype=np.uint64))
+            self.removed = True
 
     def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(keys, cosine similarities) of the k nearest vectors, best first.
@@ -236,16 +245,20 @@ class VectorIndex:
                 for i in range(len(vectors))]
 
     def save(self, generation: int) -> None:
-        """Record that this index holds ``generation``: below ``file_min`` vectors there is
-        nothing to write (a leftover file is removed); otherwise the HNSW file is written
-        atomically and its size, CRC-32 and count recorded in SQLite."""
-        if self.exact is not None and len(self.exact) < self.file_min:
+        """Record that this index holds ``generation``: below ``file_min`` vectors, or without
+        ``persist``, there is nothing to write (a leftover file is removed); otherwise the HNSW
+        file is written atomically (removed vectors overwritten first) and its size, CRC-32 and
+        count recorded in SQLite."""
+        if not self.persist or (self.exact is not None and len(self.exact) < self.file_min):
             self.path.unlink(missing_ok=True)
             self.generation = generation
             return
         if self.exact is not None:  # grown past file_min: from now on an HNSW file
             self.index, self.exact, self.viewed = self.exact.to_hnsw(self.dtype), None, False
         index = self._writable()
+        if self.removed:
+            _scrub(index, self.dim, self.dtype)
+            self.removed = False
         tmp = self.path.with_suffix(".usearch.tmp")
         index.save(str(tmp))
         with open(tmp, "rb+") as handle:
@@ -284,6 +297,18 @@ class VectorIndex:
         return self.index
 
 
+def _scrub(index: Index, dim: int, dtype: str) -> None:
+    """Overwrite the vectors of removed keys, which USearch keeps in its slots (and in the file it
+    saves), so that a deleted document's vectors leave the file too: filler vectors are added until
+    one takes a new slot (every free slot then holds a filler), then removed again."""
+    filler = for_storage(np.full((1, dim), dim ** -0.5, dtype=np.float32), dtype)
+    size, keys = index.serialized_length, list[int]()
+    while not keys or index.serialized_length == size:
+        keys.append(FILLER_KEY + len(keys))
+        index.add(keys[-1], filler[0])
+    index.remove(keys)
+
+
 def _crc32(path: Path) -> int:
     crc = 0
     with open(path, "rb") as handle:
@@ -292,21 +317,29 @@ def _crc32(path: Path) -> int:
     return crc
 
 
-def in_memory_bytes(directory: Path, dtype: str = "i8") -> int:
+def in_memory_bytes(directory: Path, dtype: str = "i8", store: GraphStore | None = None) -> int:
     """Bytes the exact-search matrices of an index will hold in memory: every kind of vector
-    without an HNSW file in ``directory``, at the width ``dtype`` searches it (0 without an index)."""
+    without an HNSW file in ``directory``, at the width ``dtype`` searches it (0 without an index).
+    ``store``: an encrypted index, open (it keeps every kind in memory)."""
     database = directory / DB_FILE
+    if store is not None:
+        return _in_memory(directory, store.conn, dtype, every=True)
     if not database.is_file():
         return 0
+    own = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return _in_memory(directory, own, dtype, every=False)
+    finally:
+        own.close()
+
+
+def _in_memory(directory: Path, conn: Any, dtype: str, every: bool) -> int:
     width = {"i8": 1, "f16": 2}.get(dtype, 4)
-    conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
     try:
         return width * sum(_code_bytes(conn, VECTOR_TABLES[kind]) for kind, name in VECTOR_FILES.items()
-                           if not (directory / name).is_file())
-    except sqlite3.DatabaseError:  # an unreadable file is reported when the index opens
+                           if every or not (directory / name).is_file())
+    except database_errors():  # an unreadable file is reported when the index opens
         return 0
-    finally:
-        conn.close()
 
 
 def _code_bytes(conn: sqlite3.Connection, table: str) -> int:

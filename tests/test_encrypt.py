@@ -1,0 +1,187 @@
+"""Encryption at rest (SQLCipher, the [encrypt] extra) and deletes that leave nothing behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edge_rag import EdgeRAG
+from edge_rag.cli import build_parser, main
+from edge_rag.errors import IndexLocked, WrongKey
+from edge_rag.store.codec import search_form
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "correct horse battery staple"
+SECRET = "Zorblax Quintavian: the marmalade zeppelin hums ultraviolet at noon."
+# Another process reading the index (SQLite's locks are per process: in this one it would not count).
+READER = ("import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1]); "
+          "print(c.execute('SELECT count(*) FROM documents').fetchone()[0], flush=True); time.sleep(60)")
+WRONG_KEY_LINE = "edge-rag: error: index is encrypted: wrong or missing key\n"
+
+
+def phrases(folder: Path, count: int = 40) -> list[bytes]:
+    """Distinctive phrases of a corpus: the text of chat messages of 30+ characters."""
+    found = []
+    for path in sorted(folder.glob("*.txt")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            body = line.split(": ", 1)[-1].strip()
+            if len(body) >= 30 and re.search(r"[a-z]{5}", body):
+                found.append(body[:30].encode())
+    return found[:: max(1, len(found) // count)][:count]
+
+
+def files_holding(directory: Path, needles: list[bytes]) -> dict[str, list[bytes]]:
+    """Every file of the directory that holds one of the byte strings, with those it holds."""
+    out = {}
+    for path in sorted(directory.iterdir()):
+        data = path.read_bytes()
+        if hits := [n for n in needles if n in data]:
+            out[path.name] = hits
+    return out
+
+
+@pytest.fixture(scope="module")
+def secret_index(tmp_path_factory: pytest.TempPathFactory, lihua_dir: Path, model_folder) -> Path:
+    """``lihua_dir`` indexed encrypted, with HNSW files where a plain index would keep them."""
+    path = tmp_path_factory.mktemp("encrypted") / "index"
+    with EdgeRAG.open(path, key=KEY, progress=False, vector_file_min=0) as rag:
+        assert rag.insert(lihua_dir).ok
+        assert rag.store.encrypted
+    return path
+
+
+def test_an_encrypted_index_holds_no_plaintext(secret_index: Path, lihua_dir: Path) -> None:
+    needles = phrases(lihua_dir)
+    assert len(needles) >= 30
+    assert files_holding(lihua_dir, needles)  # the corpus itself does hold them
+    assert sorted(p.name for p in secret_index.iterdir()) == ["index.sqlite", "write.lock"]
+    assert files_holding(secret_index, needles) == {}
+    assert (secret_index / "index.sqlite").read_bytes()[:16] != b"SQLite format 3\x00"
+
+
+def test_while_open_the_write_ahead_log_is_encrypted_too(secret_index: Path, lihua_dir: Path) -> None:
+    with EdgeRAG.open(secret_index, key=KEY, progress=False) as rag:
+        rag.insert_text(SECRET, "secret.txt")
+        assert (secret_index / "index.sqlite-wal").stat().st_size > 0
+        assert files_holding(secret_index, [b"marmalade zeppelin", b"Zorblax"]) == {}
+        pragmas = {name: rag.store.conn.execute(f"PRAGMA {name}").fetchone()[0]
+                   for name in ("temp_store", "secure_delete")}
+        assert pragmas == {"temp_store": 2, "secure_delete": 1}  # temp files in memory only
+        rag.delete(rag.documents()[-1].id)
+
+
+def test_retrieval_reads_as_the_plain_index_does(secret_index: Path, lihua_index: Path) -> None:
+    questions = ["When does Li Hua move in?", "Which game does Wolfgang like?", "dinner plans"]
+    with EdgeRAG.open(lihua_index, create=False) as plain, \
+            EdgeRAG.open(secret_index, create=False, key=KEY) as secret:
+        for question in questions:
+            want = [(c.source, c.text) for c in plain.retrieve(question).chunks]
+            assert [(c.source, c.text) for c in secret.retrieve(question).chunks] == want
+            assert [c.text for c in secret.retrieve(question, "local").chunks]
+
+
+def test_a_wrong_or_missing_key_is_refused_and_changes_nothing(secret_index: Path) -> None:
+    before = {p.name: p.read_bytes() for p in secret_index.iterdir()}
+    for key in (None, "not the key", "ab" * 32):
+        with pytest.raises(WrongKey, match="^index is encrypted: wrong or missing key$"):
+            EdgeRAG.open(secret_index, create=False, key=key)
+    assert {p.name: p.read_bytes() for p in secret_index.iterdir()} == before
+
+
+def test_the_cli_says_one_line_and_sqlcipher_stays_quiet(secret_index: Path, tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong.key"
+    wrong.write_text("guess\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("EDGE_RAG_KEY_FILE", None)
+    for extra in ([], ["--key-file", str(wrong)]):
+        done = subprocess.run([sys.executable, "-m", "edge_rag.cli", "documents", "--index",
+                               str(secret_index), *extra], capture_output=True, text=True, env=env)
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", WRONG_KEY_LINE)
+
+
+def test_the_key_comes_from_a_file_never_from_an_argument() -> None:
+    options = {o for a in build_parser()._subparsers._group_actions[0].choices["ask"]._actions
+               for o in a.option_strings}
+    assert "--key-file" in options and "--key" not in options
+
+
+def test_encrypt_rekey_decrypt_round_trip(tmp_path: Path, lihua_dir: Path, model_folder,
+                                          monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    index, old, new = tmp_path / "index", tmp_path / "old.key", tmp_path / "new.key"
+    old.write_text(KEY + "\n")
+    new.write_text("0123456789abcdef" * 4)  # 64 hex digits: a raw key
+    files = sorted(lihua_dir.glob("*.txt"))[:3]
+    with EdgeRAG.open(index, progress=False, vector_file_min=0) as rag:
+        rag.insert(*files)
+        want = [c.text for c in rag.retrieve("moving in").chunks]
+    assert (index / "chunks.usearch").is_file()
+    needles = phrases(lihua_dir)[:5] + [line.encode() for line in
+                                        files[0].read_text().splitlines()[1:4] if len(line) > 20]
+    assert files_holding(index, needles)
+    assert main(["encrypt", "--index", str(index), "--key-file", str(old)]) == 0
+    assert sorted(p.name for p in index.iterdir()) == ["index.sqlite", "write.lock"]
+    assert files_holding(index, needles) == {}
+    assert main(["rekey", "--index", str(index), "--key-file", str(old), "--new-key-file", str(new)]) == 0
+    assert main(["documents", "--index", str(index), "--key-file", str(old)]) == 1
+    monkeypatch.setenv("EDGE_RAG_KEY_FILE", str(new))
+    with EdgeRAG.open(index, create=False, key=new.read_bytes()) as rag:
+        assert [c.text for c in rag.retrieve("moving in").chunks] == want
+    assert main(["decrypt", "--index", str(index), "--json"]) == 0
+    monkeypatch.delenv("EDGE_RAG_KEY_FILE")
+    assert '"encrypted": false' in capsys.readouterr().out
+    with EdgeRAG.open(index, create=False) as rag:
+        assert [c.text for c in rag.retrieve("moving in").chunks] == want
+
+
+def test_conversions_refuse_what_they_cannot_do(tmp_path: Path, model_folder, capsys) -> None:
+    key = tmp_path / "k"
+    key.write_text(KEY)
+    with EdgeRAG.open(tmp_path / "plain", progress=False) as rag:
+        rag.insert_text(SECRET, "secret.txt")
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(tmp_path / "plain" / "index.sqlite")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "1"
+        with pytest.raises(IndexLocked, match="open in another process"):
+            EdgeRAG.change_key(tmp_path / "plain", None, KEY)
+    finally:
+        reader.kill()
+        reader.wait()
+    assert main(["decrypt", "--index", str(tmp_path / "plain"), "--key-file", str(key)]) == 1
+    assert "is not encrypted" in capsys.readouterr().err
+    assert main(["encrypt", "--index", str(tmp_path / "plain")]) == 1
+    assert "needs the key" in capsys.readouterr().err
+    assert main(["encrypt", "--index", str(tmp_path / "plain"), "--key-file", str(key)]) == 0
+    assert main(["encrypt", "--index", str(tmp_path / "plain"), "--key-file", str(key)]) == 1
+    assert "already encrypted" in capsys.readouterr().err
+    assert main(["encrypt", "--index", str(tmp_path / "absent"), "--key-file", str(key)]) == 1
+    with EdgeRAG.open(tmp_path / "plain", create=False, key=KEY) as rag:
+        assert [d.source for d in rag.documents()] == ["secret.txt"]
+
+
+@pytest.mark.parametrize("key", [None, KEY], ids=["plain", "encrypted"])
+def test_a_deleted_document_leaves_no_trace_in_any_file(tmp_path: Path, lihua_dir: Path, model_folder,
+                                                        key: str | None) -> None:
+    index = tmp_path / "index"
+    with EdgeRAG.open(index, key=key, progress=False, vector_file_min=0) as rag:
+        rag.insert(*sorted(lihua_dir.glob("*.txt"))[:4])
+        doc = rag.insert_text(SECRET + "\nLiHua: Quintavian, see you there!", "secret.txt").added[0]
+        ids = [c.id for c in rag.store.document_chunks(doc)]
+        codes = {int(k): row for keys, rows in rag.store.iter_codes("chunk") for k, row in zip(keys, rows)}
+        vectors = [search_form(codes[i][None], "i8")[0].tobytes() for i in ids]
+        if key is None:  # a plain index keeps the text in SQLite, the vector in its HNSW file
+            assert files_holding(index, [b"marmalade zeppelin"])
+            assert files_holding(index, vectors[:1]) == {"chunks.usearch": vectors[:1]}
+        assert rag.delete(doc) == 1
+        assert rag.store.conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
+    needles = [b"marmalade zeppelin", b"Zorblax", b"ultraviolet", *vectors]
+    assert files_holding(index, needles) == {}
+    with EdgeRAG.open(index, key=key, create=False) as rag:
+        assert all(c.doc_id != doc for c in rag.retrieve("marmalade zeppelin").chunks)
+        assert np.isfinite([c.score for c in rag.retrieve("zeppelin").chunks]).all()
