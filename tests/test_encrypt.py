@@ -185,3 +185,22 @@ def test_a_deleted_document_leaves_no_trace_in_any_file(tmp_path: Path, lihua_di
     with EdgeRAG.open(index, key=key, create=False) as rag:
         assert all(c.doc_id != doc for c in rag.retrieve("marmalade zeppelin").chunks)
         assert np.isfinite([c.score for c in rag.retrieve("zeppelin").chunks]).all()
+
+
+@pytest.mark.parametrize("key", [None, KEY], ids=["plain", "encrypted"])
+def test_a_file_replaced_by_sync_leaves_no_trace_of_its_old_text(tmp_path: Path, lihua_dir: Path,
+                                                                 model_folder, key: str | None) -> None:
+    folder, index = tmp_path / "folder", tmp_path / "index"
+    folder.mkdir()
+    for path in sorted(lihua_dir.glob("*.txt"))[:3]:
+        (folder / path.name).write_bytes(path.read_bytes())
+    (folder / "note.txt").write_text(SECRET + "\n", encoding="utf-8")
+    with EdgeRAG.open(index, key=key, progress=False, vector_file_min=0) as rag:
+        assert len(rag.sync(folder).added) == 4
+        assert files_holding(index, [b"marmalade zeppelin"]) or key is not None
+        (folder / "note.txt").write_text("The boiler is serviced every May.\n", encoding="utf-8")
+        os.utime(folder / "note.txt", ns=(1, 1))  # the mtime moves even on a coarse clock
+        assert rag.sync(folder).replaced == ["note.txt"]
+    assert files_holding(index, [b"marmalade zeppelin", b"Zorblax", b"ultraviolet"]) == {}
+    with EdgeRAG.open(index, key=key, create=False) as rag:
+        assert "boiler" in rag.retrieve("When is the boiler serviced?").chunks[0].text

@@ -368,3 +368,22 @@ def test_a_lane_runs_one_job_at_a_time_refuses_when_full_and_stops_late_jobs() -
         lane.close()
 
     asyncio.run(scenario())
+
+
+def test_an_encrypted_index_is_served_with_its_key_file_and_refused_without(lihua_index: Path,
+                                                                           tmp_path: Path) -> None:
+    index = copy_index(lihua_index, tmp_path)
+    key_file = tmp_path / "key"
+    key_file.write_text("a long passphrase for the served index\n", encoding="utf-8")
+    EdgeRAG.change_key(index, None, key_file.read_bytes().rstrip(b"\n"))
+    command = [sys.executable, "-m", "edge_rag.cli", "serve", "--index", str(index), "--port", "0"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1
+    assert done.stderr == "edge-rag: error: index is encrypted: wrong or missing key\n"
+    server = Server(index, small_profile(tmp_path), "--key-file", str(key_file))
+    try:
+        reply = server.request("POST", "/v1/retrieve", {"question": QUESTION, "top_k": 1})
+        assert reply.status == 200 and reply.json()["chunks"]
+    finally:
+        assert server.stop() == 0
