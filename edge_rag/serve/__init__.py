@@ -39,11 +39,13 @@ def serve(options: ServeOptions) -> int:
     """Check the address and token, load the models, serve until SIGTERM or Ctrl-C; returns 0 after a
     clean shutdown (in-flight answers stopped, index closed)."""
     uvicorn = require_extra()
+    from ..models.pages import share_heap
     from .app import Service, build_app
     from .security import check_bind, load_token
 
     token = load_token(options.token_file)
     check_bind(options.host, token)
+    share_heap()  # the lanes' and clients' threads share one C heap arena: RSS stays near ask's
     service = Service.start(options.index, options.profile, options.queue, options.timeout,
                             options.key)
     caught: list[int] = []
