@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from .common import ROOT, markdown_table, write_result
+from .common import ROOT, markdown_table, setting, write_result
 
 
 def child(dataset_name: str, method: str, limit: int, overrides: dict) -> list[dict]:
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run every variant, print the comparison, write JSON."""
     args = _parser().parse_args(argv)
     if args.child is not None:
-        overrides = dict(_setting(item) for item in args.child)
+        overrides = dict(setting(item) for item in args.child)
         print(json.dumps(child(args.dataset, args.method, args.limit, overrides)))
         return 0
     runs = {}
@@ -94,15 +94,6 @@ def main(argv: list[str] | None = None) -> int:
                "summary": summaries, "answers": runs}
     print(f"wrote {write_result(f'ask_latency_{args.dataset}_{args.method}', payload)}")
     return 0
-
-
-def _setting(item: str) -> tuple[str, object]:
-    """``FIELD=VALUE`` with the value read as JSON where it parses (numbers, true), else text."""
-    key, _, value = item.partition("=")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
 
 
 def _parser() -> argparse.ArgumentParser:

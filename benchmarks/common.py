@@ -167,3 +167,13 @@ def save_figure(plt: Any, figure: Any, path: Path) -> None:
     figure.savefig(path, dpi=120)
     plt.close(figure)
     print(f"wrote {path}")
+
+
+def setting(item: str) -> tuple[str, object]:
+    """A ``FIELD=VALUE`` settings override, the value read as JSON where it parses (numbers,
+    true), else as text."""
+    key, _, value = item.partition("=")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value

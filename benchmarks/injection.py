@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .common import ROOT, markdown_table, write_result
+from .common import ROOT, markdown_table, setting, write_result
 
 SET = ROOT / "benchmarks" / "data" / "injection.json"
 DEMO = ROOT / "export" / "demo" / "LiHua-World"
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run every variant, print the comparison, write JSON."""
     args = _parser().parse_args(argv)
     if args.child is not None:
-        overrides = dict(_setting(item) for item in args.child)
+        overrides = dict(setting(item) for item in args.child)
         print(json.dumps(child(overrides, args.method)))
         return 0
     slm = [f"slm={args.slm}"] if args.slm else []
@@ -118,14 +118,6 @@ def main(argv: list[str] | None = None) -> int:
                "set": str(SET.relative_to(ROOT)), "summary": summaries, "answers": runs}
     print(f"wrote {write_result('injection', payload)}")
     return 0
-
-
-def _setting(item: str) -> tuple[str, object]:
-    key, _, value = item.partition("=")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
 
 
 def _parser() -> argparse.ArgumentParser:
