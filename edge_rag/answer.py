@@ -21,7 +21,7 @@ from . import prompts
 from .abstain import unsupported
 from .focus import Focus, SourceDoc, choose, split_document
 from .forms import SPEAKER_LINE, Form, answer_form, answer_span, compact_text, start_mask
-from .guard import strip_instructions
+from .guard import withhold
 from .lexicon import STOPWORDS
 from .models.constraints import TokenMask
 from .models.slm import SLM, GenerationConfig
@@ -140,11 +140,7 @@ class Answerer:
         return used
 
     def _guarded(self, text: str) -> str:
-        if not self.guard:
-            return text
-        kept, withheld = strip_instructions(text)
-        self.withheld += [w for w in withheld if w not in self.withheld]
-        return kept
+        return withhold(text, self.withheld) if self.guard else text
 
     def _truncate(self, text: str, tokens: int) -> str:
         encoding = self.slm.tokenizer.encode(text, add_special_tokens=False)
@@ -284,11 +280,7 @@ class FocusedAnswerer:
                                or hits[d][:1], hits[d]) for d, c in first.items()]
 
     def _guarded(self, text: str, withheld: list[str]) -> str:
-        if not self.guard:
-            return text
-        kept, gone = strip_instructions(text)
-        withheld += [line for line in gone if line not in withheld]
-        return kept
+        return withhold(text, withheld) if self.guard else text
 
     def _dated(self, question: str, chunks: list[RetrievedChunk]
                ) -> tuple[list[RetrievedChunk], set[str]]:

@@ -361,9 +361,7 @@ def _index(args: argparse.Namespace) -> int:
     with _open(args, create=True, extractor=args.extractor) as rag:
         report = rag.insert(*args.paths, progress=not (args.no_progress or args.json))
     _emit(args, _report_dict(report), _report_text(report))
-    for _source, message in report.failed:
-        print(f"edge-rag: error: {_printable(message)}", file=sys.stderr)
-    return 0 if report.ok else 1
+    return _refusals(report.failed)
 
 
 def _sync(args: argparse.Namespace) -> int:
@@ -383,10 +381,16 @@ def _sync_once(rag: EdgeRAG, args: argparse.Namespace) -> int:
     report = rag.sync(args.folder, dry_run=args.dry_run, progress=not (args.no_progress or args.json))
     text = "\n".join([report.summary(), *(f"warning: {_printable(w)}" for w in report.warnings)])
     _emit(args, report.to_dict(), text)
-    for _source, message in report.failed:
-        print(f"edge-rag: error: {_printable(message)}", file=sys.stderr)
+    status = _refusals(report.failed)
     sys.stdout.flush()
-    return 0 if report.ok else 1
+    return status
+
+
+def _refusals(failed: list[tuple[str, str]]) -> int:
+    """One ``edge-rag: error`` line per refused document; the exit status (1 if any)."""
+    for _source, message in failed:
+        print(f"edge-rag: error: {_printable(message)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _retrieve(args: argparse.Namespace) -> int:

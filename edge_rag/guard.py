@@ -70,3 +70,11 @@ def strip_instructions(text: str) -> tuple[str, list[str]]:
         if rest.strip() or not gone:
             kept.append(neutral(rest))
     return "\n".join(kept), withheld
+
+
+def withhold(text: str, withheld: list[str]) -> str:
+    """``strip_instructions`` for an answer stage: the kept text; the sentences taken out are
+    added to ``withheld`` (each once)."""
+    kept, gone = strip_instructions(text)
+    withheld += [sentence for sentence in gone if sentence not in withheld]
+    return kept
