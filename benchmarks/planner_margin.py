@@ -24,7 +24,7 @@ import numpy as np
 
 from edge_rag import EdgeRAG, Settings
 from edge_rag.plan import vector_margin
-from edge_rag.retrieve.clauses import clauses
+from edge_rag.questions import clauses
 from edge_rag.retrieve.ppr import names_a_title
 
 from .common import markdown_table, write_result

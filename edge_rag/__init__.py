@@ -1,6 +1,6 @@
 """edge-rag: graph-based RAG (RAP-RAG) for small language models on small devices."""
 
-from . import _native  # noqa: F401  (first: onnxruntime must load before usearch)
+from . import import_order  # noqa: F401  (first: onnxruntime must load before usearch)
 from .api import EdgeRAG, IndexStats
 from .config import Settings
 from .errors import (

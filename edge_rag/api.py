@@ -14,9 +14,9 @@ from .config import Settings
 from .errors import BadDocument, ModelNotFound
 from .index import Chunker, Document, Indexer, InsertReport, Skipped, read_sources
 from .index.aggregate import AggregationParams
-from .index.export import graph_data
 from .index.extract import make_extractor
 from .index.graph_builder import GraphBuilder
+from .index.graph_export import graph_data
 from .index.sync import Syncer, SyncReport, dry_report, idle_report
 from .index.sync import plan as sync_plan
 from .index.sync import touch as sync_touch
@@ -25,8 +25,8 @@ from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, QuestionProbes, make_planner, run_planner
+from .questions import clauses
 from .retrieve import IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
-from .retrieve.clauses import clauses
 from .retrieve.ppr import DENSE_K, compares_titles, forget_terms, names_a_seed, names_a_title
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 from .store.cipher import convert

@@ -18,7 +18,7 @@ from .api import EdgeRAG
 from .config import EXTRACTORS, Settings, models_home
 from .errors import EdgeRagError, WrongKey
 from .index import InsertReport
-from .index.export import draw_neighbourhood, graphml
+from .index.graph_export import draw_neighbourhood, graphml
 from .plan import Plan
 from .retrieve import RETRIEVERS, Retrieval
 from .store.cipher import KEY_ENV, key_from_env, read_key_file

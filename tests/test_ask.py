@@ -139,8 +139,8 @@ def test_the_days_documents_come_first_retrieved_ones_before_looked_up_ones(slm)
 
 def test_terms_named_elsewhere_in_the_retrieved_chat_do_not_make_an_abstention(slm):
     from edge_rag.answer import Prepared
-    from edge_rag.focus import Focus, Line, split_document
-    from edge_rag.forms import Form
+    from edge_rag.answer.focus import Focus, Line, split_document
+    from edge_rag.answer.forms import Form
     from edge_rag.retrieve import RetrievedChunk
 
     chat = ["Time: 20260105_14:00\nThane: Red Dead Redemption 2 is my favourite.\n"
@@ -158,8 +158,8 @@ def test_terms_named_elsewhere_in_the_retrieved_chat_do_not_make_an_abstention(s
 
 def test_a_speakers_name_alone_answers_only_a_who_question(slm):
     from edge_rag.answer import Prepared
-    from edge_rag.focus import Focus, Line
-    from edge_rag.forms import Form
+    from edge_rag.answer.focus import Focus, Line
+    from edge_rag.answer.forms import Form
 
     line = Line(0, 0, "ThaneChambers: I've been playing Apex Legends recently.")
     answerer = _answerer(slm)

@@ -147,7 +147,7 @@ def test_documents_first_puts_one_chunk_per_document_before_the_rest() -> None:
 
 
 def test_questions_of_two_events_split_into_their_clauses() -> None:
-    from edge_rag.retrieve.clauses import clauses
+    from edge_rag.questions import clauses
 
     assert clauses("Did Li Hua ask Yuriko to play music before Wolfgang proposed a break?") == [
         "Did Li Hua ask Yuriko to play music", "Wolfgang proposed a break"]
@@ -188,7 +188,7 @@ def test_filler_terms_seed_nothing(lihua_index) -> None:
 
 
 def test_titles_match_whole_words_longest_first_and_skip_filler() -> None:
-    from edge_rag.retrieve.titles import TitleIndex
+    from edge_rag.retrieve.title_index import TitleIndex
 
     index = TitleIndex.build([("Pearl Lust", 1), ("Pearl", 2), ("Lambert, Margrave of Tuscany", 3),
                               ("The", 4), ("Twin", 5), ("Twin", 6)])

@@ -84,12 +84,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..lexicon import QUESTION_WORDS, STOPWORDS, entity_key, names_a_relation, specific_terms
+from ..questions import clauses
 from ..store.walk import GraphArrays
 from .base import timed
-from .clauses import clauses
 from .graph_reader import GraphReader
 from .lexical import ChunkTerms
-from .titles import TitleIndex
+from .title_index import TitleIndex
 from .types import Retrieval, RetrievedChunk
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ import re
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from .lexicon import QUESTION_WORDS, STOPWORDS
+from ..lexicon import QUESTION_WORDS, STOPWORDS
 
 WORD = re.compile(r"[A-Za-z0-9][\w'\-]*")
 CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")

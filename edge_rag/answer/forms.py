@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lexicon import MONTHS, SAYING_VERBS, STOPWORDS, WEEKDAYS
-from .models.constraints import TokenMask
+from ..lexicon import MONTHS, SAYING_VERBS, STOPWORDS, WEEKDAYS
+from ..models.constraints import TokenMask
 
 YES_NO = re.compile(r"^(?:question:\s*)?(?:did|does|do|is|are|was|were|has|have|had|can|could|will|"
                     r"would|should)\b", re.IGNORECASE)

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from .lexicon import QUESTION_WORDS, STOPWORDS
-from .retrieve import RetrievedChunk
+from ..lexicon import QUESTION_WORDS, STOPWORDS
+from ..retrieve import RetrievedChunk
 
 CHAT_HEADER = re.compile(r"^\s*Time:\s*(\d{8}_?\d{2}:?\d{2})\s*$")
 SPEAKER = re.compile(r"^([^\s:][^:\n]{0,40}?):\s+(\S.*)$")

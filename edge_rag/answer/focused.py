@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 from rapidfuzz import fuzz
 
-from . import prompts
+from .. import prompts
+from ..guard import withhold
+from ..lexicon import STOPWORDS
+from ..models.constraints import TokenMask
+from ..models.slm import SLM, GenerationConfig
+from ..retrieve import Retrieval, RetrievedChunk
 from .abstain import unsupported
 from .focus import Focus, SourceDoc, choose, split_document
 from .forms import SPEAKER_LINE, Form, answer_form, answer_span, compact_text, start_mask
-from .guard import withhold
-from .lexicon import STOPWORDS
-from .models.constraints import TokenMask
-from .models.slm import SLM, GenerationConfig
-from .retrieve import Retrieval, RetrievedChunk
 
 CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
 # Citations ("[1]", "[1, 2]") and punctuation, nothing else: a bare number ("314159") is an answer.
