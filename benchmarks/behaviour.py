@@ -126,7 +126,8 @@ def entry(retrieval: Any) -> dict[str, Any]:
             "chunks": [[c.chunk_id, c.doc_id, c.source, round(c.score, 6)] for c in retrieval.chunks],
             "entities": [_jsonable(e) for e in retrieval.entities],
             "relations": [_jsonable(r) for r in retrieval.relations],
-            "plan": None if plan is None else [plan.method, plan.label, plan.planner, _jsonable(plan.probabilities), plan.fallback]}
+            "plan": None if plan is None else [plan.method, plan.label, plan.planner,
+                                               _jsonable(plan.probabilities), plan.fallback]}
 
 
 def _jsonable(value: Any) -> Any:
