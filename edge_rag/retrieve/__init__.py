@@ -9,7 +9,7 @@ from .base import IndexView, Retriever
 from .dual import DualRetriever
 from .graph_reader import GraphReader
 from .local import LocalRetriever
-from .named import TitlesRetriever
+from .titles import TitlesRetriever
 from .ppr import PPRRetriever, WalkGraph
 from .topology import TopologyRetriever
 from .types import Retrieval, RetrievedChunk
