@@ -44,7 +44,7 @@ from edge_rag import EdgeRAG, Settings
 from edge_rag.models import Embedder, ModelFolder
 from edge_rag.plan import LABELS, METHOD_OF_LABEL, NamesPlanner, QuestionProbes, head_label
 from edge_rag.plan.rules import rule_label
-from edge_rag.retrieve.ppr import query_terms
+from edge_rag.questions import query_terms
 
 from .answer_accuracy import _load_cache, cache_path, judge, stratified
 from .common import RESULTS, markdown_table, percentiles, write_result

@@ -24,8 +24,7 @@ import numpy as np
 
 from edge_rag import EdgeRAG, Settings
 from edge_rag.plan import vector_margin
-from edge_rag.questions import clauses
-from edge_rag.retrieve.ppr import names_a_title
+from edge_rag.questions import clauses, names_a_title
 
 from .common import markdown_table, write_result
 from .datasets import DATASETS
@@ -59,7 +58,8 @@ def questions(name: str) -> list[dict]:
             found = {m: rag.retrieve(query["question"], m, top_k=2 * max(dataset.ks))
                      for m in ("vector", CHEAP, "ppr", "auto")}
             cosines = np.asarray([c.score for c in found["vector"].chunks], dtype=np.float32)
-            walks = names_a_title(query["question"], rag.walk_graph) or bool(clauses(query["question"]))
+            walks = (names_a_title(query["question"], lambda: rag.walk_graph().titles)
+                     or bool(clauses(query["question"])))
             rows.append({"recall": {m: {k: truth(r.chunks, query, k) for k in dataset.ks}
                                     for m, r in found.items()},
                          "margin": vector_margin(cosines), "walks": walks,

@@ -1,4 +1,11 @@
-"""Temporal clauses of a question, each retrieved on its own (beyond the paper).
+"""What a question says, read without a model or an index: the probes that both the planner
+(``plan``) and the retrievers (``retrieve``) ask, in one module below both.
+
+- Specific terms and word n-grams (``query_terms``, ``word_grams``), full dates (``iso_dates``).
+- Titles (``titled_chunks``, ``names_a_title``, ``compares_titles``): which documents a question
+  names by title, through the index's ``TitleFinder`` (``retrieve/title_index.py``), read lazily.
+
+Event clauses (``clauses``), each retrieved on its own (beyond the paper):
 
 A question that orders or measures two events — "Did Li Hua ask Yuriko to play music together
 before Wolfgang proposed to pause playing?", "Is the time interval more than 3 days between
@@ -17,6 +24,11 @@ yields fewer than two clauses is not split.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Protocol
+
+from .lexicon import QUESTION_WORDS, STOPWORDS, names_a_relation, specific_terms
 
 MIN_WORDS = 4
 MAX_CLAUSES = 3
@@ -24,6 +36,14 @@ _ORDER = re.compile(r"\b(before|after)\b", re.IGNORECASE)
 _BETWEEN = re.compile(r"\bbetween\b(.+)", re.IGNORECASE)
 _AND = re.compile(r"\b(and)\b", re.IGNORECASE)
 _FROM_TO = re.compile(r"\bfrom\b(.+?)\b(to)\b(.+)", re.IGNORECASE)
+MAX_GRAM = 6
+FILLER = STOPWORDS | QUESTION_WORDS | {"i"}
+MONTH_NUMBER = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
+                                               "oct", "nov", "dec"))}
+_COMPACT_DATE = re.compile(r"(?<![\d-])((?:19|20)\d{2})-?(0[1-9]|1[0-2])-?(0[1-9]|[12]\d|3[01])(?![\d-])")
+_LONG_DATE = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,2})"
+                        r"(?:st|nd|rd|th)?,? ((?:19|20)\d{2})\b", re.IGNORECASE)
+_WORD = re.compile(r"[\w'\-]+")
 
 
 def clauses(question: str) -> list[str]:
@@ -46,3 +66,76 @@ def _glue(pieces: list[str], joints: list[str]) -> list[str]:
         else:
             out.append(piece)
     return [p for p in out if len(p.split()) >= MIN_WORDS]
+
+
+class TitleFinder(Protocol):
+    """The index's document titles (``retrieve.title_index.TitleIndex``)."""
+
+    def find(self, text: str, capitalised: bool = False) -> list[int]:
+        """First chunks of the documents whose titles the text contains."""
+        ...
+
+
+def word_grams(question: str) -> list[str]:
+    """The question's word n-grams up to ``MAX_GRAM`` words, shortest first, in order."""
+    words = _WORD.findall(question)
+    return [" ".join(words[i : i + n]) for n in range(1, MAX_GRAM + 1) for i in range(len(words) - n + 1)]
+
+
+def query_terms(question: str) -> tuple[list[str], list[str]]:
+    """TR's K_e without fuzzy matching: the question's specific terms (name spans, dates, times,
+    quantities, quoted titles) and its word n-grams up to ``MAX_GRAM`` words, which seed only
+    where they are exactly an entity's normalised name. Filler (only stopwords and question
+    words) is dropped from both. Remembered for the last few questions: ``auto``'s planner
+    reads the same terms before ``ppr`` does."""
+    terms, grams = _query_terms(question)
+    return list(terms), list(grams)
+
+
+@lru_cache(maxsize=16)
+def _query_terms(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    grams = set(word_grams(question))
+    useful = lambda text: not all(w.lower() in FILLER for w in text.split())
+    terms = tuple(t for t in specific_terms(question) if useful(t)) + tuple(iso_dates(question))
+    return tuple(dict.fromkeys(terms)), tuple(sorted(g for g in grams if useful(g)))
+
+
+def forget_terms() -> None:
+    """Forget the remembered questions' terms (``query_terms``), e.g. before timing a query."""
+    _query_terms.cache_clear()
+
+
+def names_a_seed(question: str, titles: Callable[[], TitleFinder | None]) -> bool:
+    """Whether the question names something the walk can start from: one of its specific terms,
+    else a document title (only then are the titles read). ``auto``'s ``names`` planner."""
+    return bool(query_terms(question)[0]) or names_a_title(question, titles)
+
+
+def titled_chunks(question: str, titles: Callable[[], TitleFinder | None]) -> list[int]:
+    """The first chunks of the documents whose titles the question contains (``title_index.py``;
+    none in an untitled corpus)."""
+    found = titles()
+    return found.find(question) if found is not None else []
+
+
+def names_a_title(question: str, titles: Callable[[], TitleFinder | None]) -> bool:
+    """Whether the question contains a document's title (only in titled corpora): the walk
+    then steps from that document along its title links. ``auto``'s ``margin`` planner."""
+    return bool(titled_chunks(question, titles))
+
+
+def compares_titles(question: str, titles: Callable[[], TitleFinder | None]) -> bool:
+    """Whether the question compares documents it names by title: two or more titles and no
+    relation noun (``lexicon.RELATION_NOUNS``). ``auto``'s route to ``titles`` (``retrieve/titles.py``)."""
+    return len(titled_chunks(question, titles)) >= 2 and not names_a_relation(question)
+
+
+def iso_dates(question: str) -> list[str]:
+    """The question's full dates written as the graph names them (``YYYY-MM-DD``, as the
+    extractor writes a conversation's ``Time:`` header): "20260405", "20260901_13:00",
+    "2026-04-05" and "April 5, 2026". A date is a strong seed: only the conversations of that
+    day mention it (LiHua-World dev: 25 questions name a conversation by its date)."""
+    found = [f"{y}-{m}-{d}" for y, m, d in _COMPACT_DATE.findall(question)]
+    found += [f"{y}-{MONTH_NUMBER[m.lower()[:3]]:02d}-{int(d):02d}"
+              for m, d, y in _LONG_DATE.findall(question)]
+    return found

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from edge_rag import EdgeRAG
+from edge_rag.questions import names_a_title
 from edge_rag.retrieve import GraphReader, make_retriever
 from edge_rag.retrieve.base import IndexView
-from edge_rag.retrieve.ppr import PPRRetriever, WalkGraph, names_a_title, restart
+from edge_rag.retrieve.ppr import PPRRetriever, WalkGraph, restart
 from edge_rag.store.walk import GraphArrays
 
 # Entities 1..4; chunks 10, 11 (document 0), 12 (document 1).
@@ -85,7 +86,7 @@ def test_an_empty_graph_walks_to_nothing() -> None:
 def test_seeds_weigh_specific_entities_more(rag: EdgeRAG) -> None:
     for text in ("AnaLee: I bake bread with BoKim.", "AnaLee: I run at dawn.", "AnaLee: I paint boats."):
         rag.insert_text(text, source=text)
-    retriever = make_retriever("ppr", _view(rag))
+    retriever = make_retriever("ppr", _view(rag), rag.walk_graph)
     named = rag.store.graph.entity_of_keys(["analee", "bokim"])
     seeds = retriever.seed_entities(rag.walk_graph(), list(named.values()), np.zeros((0, 384)))
     assert seeds[named["bokim"]] == pytest.approx(3 ** 0.5 * seeds[named["analee"]])  # 3 chunks vs 1
@@ -126,7 +127,7 @@ def test_ppr_without_a_graph_falls_back_to_the_nearest_chunks(tmp_path, model_fo
 
 def _view(rag: EdgeRAG) -> IndexView:
     return IndexView(rag.settings, rag.store, rag.embedder, rag._vectors(), lambda: rag._vectors("entity"),
-                     lambda: rag._vectors("relation"), None, rag.name_matcher, rag.walk_graph)
+                     lambda: rag._vectors("relation"), None, rag.name_matcher)
 
 
 def test_the_retriever_builds_its_own_matrix_without_a_cache(rag: EdgeRAG) -> None:
@@ -213,7 +214,8 @@ def test_titled_passages_link_to_the_passages_they_name(rag: EdgeRAG) -> None:
     question = "Who is the father of the director of film Pearl Lust?"
     found = rag.retrieve(question, "ppr", top_k=2)
     assert {c.source for c in found.chunks} == {"Pearl Lust", "Vera Smith"}
-    assert names_a_title(question, rag.walk_graph) and not names_a_title("Who docks?", rag.walk_graph)
+    titles = lambda: rag.walk_graph().titles
+    assert names_a_title(question, titles) and not names_a_title("Who docks?", titles)
     with EdgeRAG.open(rag.directory, create=False, planner="margin", planner_margin=0.0) as margin:
         assert margin.retrieve(question, "auto").plan.label == "F"  # a named title always walks
 
@@ -249,7 +251,7 @@ def test_untitled_documents_add_no_title_links(tmp_path, model_folder) -> None:
 
 
 def test_full_dates_become_the_graphs_date_names() -> None:
-    from edge_rag.retrieve.ppr import iso_dates, query_terms
+    from edge_rag.questions import iso_dates, query_terms
 
     assert iso_dates("What song on 20260405, and on 20260901_13:00?") == ["2026-04-05", "2026-09-01"]
     assert iso_dates("After September 19, 2026 or 2026-04-05?") == ["2026-04-05", "2026-09-19"]

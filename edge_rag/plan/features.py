@@ -20,11 +20,11 @@ from ..lexicon import (
     entity_key,
     low_level,
 )
+from ..questions import word_grams
 
 # 2: graph entities are found by exact n-gram lookup, not fuzzy matching (47-75 ms a question
 # against 2WikiMultihopQA's 44k names, more than the retrieval it plans).
 FEATURE_VERSION = "2"
-MAX_GRAM = 6
 _EXACT: WeakKeyDictionary[NameMatcher, dict[str, str]] = WeakKeyDictionary()
 CUES = {
     "temporal": r"\b(?:before|after|first|last|earliest|latest|date|year|day|time|ago|during|since)\b",
@@ -63,8 +63,6 @@ def exact_names(question: str, names: NameMatcher) -> list[str]:
     if names not in _EXACT:
         _EXACT[names] = {entity_key(n): n for n in reversed(names.names)}
     keys = _EXACT[names]
-    words = re.findall(r"[\w'\-]+", question)
-    grams = dict.fromkeys(" ".join(words[i : i + n]) for n in range(1, MAX_GRAM + 1)
-                          for i in range(len(words) - n + 1))
+    grams = dict.fromkeys(word_grams(question))
     found = (keys.get(entity_key(g)) for g in grams if g.lower() not in QUERY_STOPWORDS and len(g) > 2)
     return list(dict.fromkeys(n for n in found if n))

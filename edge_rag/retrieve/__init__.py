@@ -1,16 +1,18 @@
 """The retriever set of §3.2 (eq. 6), created by name: none, vector, local, dual, topology, and,
 beyond the paper, ppr (personalized PageRank over the same graph, ``ppr.py``) and titles (the
-documents a question names by title, ``named.py``)."""
+documents a question names by title, ``titles.py``)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ..errors import UnknownMethod
 from .base import IndexView, Retriever
 from .dual import DualRetriever
 from .graph_reader import GraphReader
 from .local import LocalRetriever
+from .ppr import DENSE_K, PPRRetriever, WalkGraph
 from .titles import TitlesRetriever
-from .ppr import PPRRetriever, WalkGraph
 from .topology import TopologyRetriever
 from .types import Retrieval, RetrievedChunk
 from .vector import NoRetriever, VectorRetriever
@@ -25,8 +27,9 @@ ALIASES = {"vr": "vector", "naive": "vector", "lr": "local", "dr": "dual", "tr":
            "pagerank": "ppr", "named": "titles"}
 
 
-def make_retriever(method: str, view: IndexView) -> Retriever:
-    """The retriever registered under ``method`` (case-insensitive, aliases allowed)."""
+def make_retriever(method: str, view: IndexView, walk: Callable[[], WalkGraph] | None = None) -> Retriever:
+    """The retriever registered under ``method`` (case-insensitive, aliases allowed); ``walk``
+    gives ``ppr`` the index's random-walk matrix (built from the store when None)."""
     name = ALIASES.get(method.lower(), method.lower())
     if name not in RETRIEVERS:
         known = ", ".join(sorted(RETRIEVERS))
@@ -35,9 +38,9 @@ def make_retriever(method: str, view: IndexView) -> Retriever:
         if view.entity_vectors is None or view.relation_vectors is None:
             raise UnknownMethod(f"method {name!r} needs the graph's vector indexes")
         graph = GraphReader(view, view.entity_vectors(), view.relation_vectors())
-        return PPRRetriever(graph, view.walk) if name == "ppr" else RETRIEVERS[name](graph)
+        return PPRRetriever(graph, walk) if name == "ppr" else RETRIEVERS[name](graph)
     return RETRIEVERS[name](view)
 
 
-__all__ = ["RETRIEVAL_VERSION", "RETRIEVERS", "IndexView", "Retrieval", "RetrievedChunk", "Retriever",
-           "WalkGraph", "make_retriever"]
+__all__ = ["DENSE_K", "RETRIEVAL_VERSION", "RETRIEVERS", "IndexView", "Retrieval", "RetrievedChunk",
+           "Retriever", "WalkGraph", "make_retriever"]

@@ -16,13 +16,13 @@ from .types import Retrieval
 if TYPE_CHECKING:
     from ..lexicon import NameMatcher
     from ..models.slm import SLM
-    from .ppr import WalkGraph
+    from ..questions import TitleFinder
 
 
 @dataclass
 class IndexView:
     """The parts of an open index that retrievers read; graph vectors, the SLM, the entity
-    names and the random walk's matrix load lazily."""
+    names and the documents' titles load lazily (``ppr``'s matrix is given to ``make_retriever``)."""
 
     settings: Settings
     store: GraphStore
@@ -32,7 +32,7 @@ class IndexView:
     relation_vectors: Callable[[], VectorIndex] | None = None
     slm: Callable[[], SLM] | None = None
     names: Callable[[], NameMatcher] | None = None
-    walk: Callable[[], WalkGraph] | None = None
+    titles: Callable[[], TitleFinder | None] | None = None
 
 
 class Retriever(Protocol):

@@ -12,7 +12,7 @@ HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached rec
   its graph score. A chunk is also joined to the next chunk of its document (weight
   ``NEXT_CHUNK``): a long passage or conversation stays one neighbourhood.
 - Seeds (the restart vector): TR's K_e — the question's name spans, dates, times, quantities
-  and titles (full dates also in the graph's ``YYYY-MM-DD`` form, ``iso_dates``: LiHua-World
+  and titles (full dates also in the graph's ``YYYY-MM-DD`` form, ``questions.iso_dates``: LiHua-World
   dev Single recall@5 0.871 → 0.901 when "on 20260405" seeds that day's conversations),
   each matched to a node by its exact normalised name, else to its nearest entity vector
   with the cosine as confidence — and every word n-gram of the question that is exactly
@@ -24,7 +24,7 @@ HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached rec
   The ``CHUNK_SEEDS`` chunks nearest to the question seed ``CHUNK_SEED_SHARE`` of the mass, in
   proportion to their cosine (HippoRAG 2's dense passage seeds), so a question whose terms
   match nothing still walks from where the text matches.
-- Titles (``titles.py``): where documents carry a ``title`` (encyclopaedic passages), a chunk
+- Titles (``title_index.py``): where documents carry a ``title`` (encyclopaedic passages), a chunk
   whose text names another document's title (capitalised) is joined to that document's first
   chunk with weight ``TITLE_LINK``, and the titles the question contains seed their documents'
   first chunks with ``TITLE_SEED_SHARE`` of the named mass. The link weight is large (300
@@ -35,7 +35,7 @@ HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached rec
   capitalised mentions only: +0.024 / +0.013 R@5 on the halves). Untitled corpora
   (LiHua-World) are unchanged.
 - Comparisons ("Which film came out first, X or Y?") need no walk: the planner sends them to
-  ``titles`` (``named.py``), and ``ppr`` itself always walks.
+  ``titles`` (``titles.py``), and ``ppr`` itself always walks.
 - Words (``lexical.py``): BM25 over the chunks' words adds ``LEXICAL`` · bm25 / max bm25 to
   each candidate's score, and its best chunks join the candidates. A chunk's vector averages a
   whole conversation, so one line's rare words ("music festival", "air-conditioner") weigh
@@ -47,7 +47,7 @@ HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached rec
   raise look-alikes ("Dontell Jefferson" for "the director of film Thomas Jefferson"):
   2WikiMultihopQA dev recall@5 0.869 → 0.856 and recall@2 0.743 → 0.724 with words, both
   unchanged without.
-- Two events (``clauses.py``): a question that orders or measures two events ("did X happen
+- Two events (``questions.clauses``): a question that orders or measures two events ("did X happen
   before Y?", "the time between X and Y") is also ranked clause by clause, and the lists are
   interleaved after the whole question's first ``WHOLE_FIRST`` documents. On LiHua-World dev
   Multi recall@5 rose 0.657 → 0.702 (halves by position 0.641 → 0.692 and 0.673 → 0.712),
@@ -75,16 +75,14 @@ seeds' lookups, one batch of embeddings and a push over the part of the graph it
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..lexicon import QUESTION_WORDS, STOPWORDS, entity_key, names_a_relation, specific_terms
-from ..questions import clauses
+from ..lexicon import entity_key
+from ..questions import clauses, query_terms
 from ..store.walk import GraphArrays
 from .base import timed
 from .graph_reader import GraphReader
@@ -109,13 +107,6 @@ TITLE_SEED_SHARE = 0.8
 CANDIDATES = 50
 DENSE_K = max(CHUNK_SEEDS, CANDIDATES)  # the nearest chunks a question's walk reads
 WHOLE_FIRST = 3
-MAX_GRAM = 6
-FILLER = STOPWORDS | QUESTION_WORDS | {"i"}
-MONTH_NUMBER = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
-                                               "oct", "nov", "dec"))}
-_COMPACT_DATE = re.compile(r"(?<![\d-])((?:19|20)\d{2})-?(0[1-9]|1[0-2])-?(0[1-9]|[12]\d|3[01])(?![\d-])")
-_LONG_DATE = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,2})"
-                        r"(?:st|nd|rd|th)?,? ((?:19|20)\d{2})\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -136,7 +127,7 @@ class WalkGraph:
 
     @classmethod
     def from_store(cls, store: GraphStore, use_weights: bool = True) -> WalkGraph:
-        """The graph of an open store, with its documents' title links (see ``titles.py``) and
+        """The graph of an open store, with its documents' title links (see ``title_index.py``) and
         its chunks' BM25 index (``lexical.py``)."""
         arrays = store.walk.arrays()
         ids = [int(c) for c in arrays.chunk_ids]
@@ -223,7 +214,7 @@ class PPRRetriever:
 
     def retrieve(self, question: str, top_k: int) -> Retrieval:
         """Seeds, the walk, then the best chunks by walk probability and cosine; a question of
-        two events (``clauses.py``) also ranks each event's clause and interleaves them."""
+        two events (``questions.clauses``) also ranks each event's clause and interleaves them."""
         result = Retrieval(question, self.name)
         chunks, entities = self.rank(question, top_k, result.timings_ms)
         parts = clauses(question)
@@ -291,72 +282,12 @@ class PPRRetriever:
         return documents_first(found)[:top_k]
 
 
-def query_terms(question: str) -> tuple[list[str], list[str]]:
-    """TR's K_e without fuzzy matching: the question's specific terms (name spans, dates, times,
-    quantities, quoted titles) and its word n-grams up to ``MAX_GRAM`` words, which seed only
-    where they are exactly an entity's normalised name. Filler (only stopwords and question
-    words) is dropped from both. Remembered for the last few questions: ``auto``'s planner
-    reads the same terms before ``ppr`` does."""
-    terms, grams = _query_terms(question)
-    return list(terms), list(grams)
-
-
-@lru_cache(maxsize=16)
-def _query_terms(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    words = re.findall(r"[\w'\-]+", question)
-    grams = {" ".join(words[i : i + n]) for n in range(1, MAX_GRAM + 1) for i in range(len(words) - n + 1)}
-    useful = lambda text: not all(w.lower() in FILLER for w in text.split())
-    terms = tuple(t for t in specific_terms(question) if useful(t)) + tuple(iso_dates(question))
-    return tuple(dict.fromkeys(terms)), tuple(sorted(g for g in grams if useful(g)))
-
-
-def forget_terms() -> None:
-    """Forget the remembered questions' terms (``query_terms``), e.g. before timing a query."""
-    _query_terms.cache_clear()
-
-
-def names_a_seed(question: str, walk: Callable[[], WalkGraph]) -> bool:
-    """Whether the question names something the walk can start from: one of its specific terms,
-    else a document title (only then is the walk's matrix read). ``auto``'s ``names`` planner."""
-    return bool(query_terms(question)[0]) or names_a_title(question, walk)
-
-
-def titled_chunks(question: str, walk: Callable[[], WalkGraph]) -> list[int]:
-    """The first chunks of the documents whose titles the question contains (``titles.py``;
-    none in an untitled corpus)."""
-    titles = walk().titles
-    return titles.find(question) if titles is not None else []
-
-
-def names_a_title(question: str, walk: Callable[[], WalkGraph]) -> bool:
-    """Whether the question contains a document's title (only in titled corpora): the walk
-    then steps from that document along its title links. ``auto``'s ``margin`` planner."""
-    return bool(titled_chunks(question, walk))
-
-
-def compares_titles(question: str, walk: Callable[[], WalkGraph]) -> bool:
-    """Whether the question compares documents it names by title: two or more titles and no
-    relation noun (``lexicon.RELATION_NOUNS``). ``auto``'s route to ``titles`` (``named.py``)."""
-    return len(titled_chunks(question, walk)) >= 2 and not names_a_relation(question)
-
-
 def ranked(store: GraphStore, scores: dict[int, float]) -> list[RetrievedChunk]:
     """Chunks by score, best first (a chunk deleted since is left out)."""
     scored = sorted(((s, c) for c, s in scores.items()), reverse=True)
     records = store.chunks([c for _, c in scored])
     return [RetrievedChunk(c, records[c].doc_id, records[c].source, records[c].text, round(s, 6))
             for s, c in scored if c in records]
-
-
-def iso_dates(question: str) -> list[str]:
-    """The question's full dates written as the graph names them (``YYYY-MM-DD``, as the
-    extractor writes a conversation's ``Time:`` header): "20260405", "20260901_13:00",
-    "2026-04-05" and "April 5, 2026". A date is a strong seed: only the conversations of that
-    day mention it (LiHua-World dev: 25 questions name a conversation by its date)."""
-    found = [f"{y}-{m}-{d}" for y, m, d in _COMPACT_DATE.findall(question)]
-    found += [f"{y}-{MONTH_NUMBER[m.lower()[:3]]:02d}-{int(d):02d}"
-              for m, d, y in _LONG_DATE.findall(question)]
-    return found
 
 
 def interleave(lists: list[list[RetrievedChunk]], top_k: int) -> list[RetrievedChunk]:

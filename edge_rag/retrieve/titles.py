@@ -11,7 +11,7 @@ against vector's 0.795; 2WikiMultihopQA, all 400 questions: 0.691 against 0.646,
 against 8.1 ms).
 
 ``auto`` routes a question here (label G, ``plan``) when it names two or more titles and no
-relation noun (``ppr.compares_titles``): a relation noun keeps the walk, since "Which film has
+relation noun (``questions.compares_titles``): a relation noun keeps the walk, since "Which film has
 the director born first, X or Y?" needs both directors' passages. Measured as ``ppr``'s
 shortcut, interleaved per question (``ppr_compare_side_by_side.json``): 94 of 400
 2WikiMultihopQA dev questions, recall@2 0.743 → 0.744 and recall@5 0.869 → 0.871, mean latency
@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..questions import titled_chunks
 from .base import IndexView, timed
-from .ppr import DENSE_K, documents_first, ranked, titled_chunks
+from .ppr import DENSE_K, documents_first, ranked
 from .types import Retrieval
 
 
@@ -41,7 +42,7 @@ class TitlesRetriever:
         """The named documents' first chunks, then the nearest chunks (one per document first)."""
         result, view = Retrieval(question, self.name), self.view
         with timed(result.timings_ms, "titles"):
-            named = titled_chunks(question, view.walk) if view.walk is not None else []
+            named = titled_chunks(question, view.titles) if view.titles is not None else []
         with timed(result.timings_ms, "embed"):
             query = view.embedder.embed_one(question)
         with timed(result.timings_ms, "search"):
