@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, overload
 
-from .answer import Answer, Answerer, AnswerStream, Evidence, FocusedAnswerer, document_days, on_days
+from .answer import Answer, AnswerStage, AnswerStream, Evidence, document_days, make_answer_stage, on_days
 from .budget import MemoryEstimate, estimate_memory, fit_to_budget
 from .config import Settings
 from .errors import BadDocument, ModelNotFound
@@ -25,9 +25,9 @@ from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, SLM_HINT
 from .plan import Plan, Planner, QuestionProbes, make_planner, run_planner
-from .questions import clauses
-from .retrieve import IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
-from .retrieve.ppr import DENSE_K, compares_titles, forget_terms, names_a_seed, names_a_title
+from .questions import clauses, compares_titles, forget_terms, names_a_seed, names_a_title
+from .retrieve import DENSE_K, IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
+from .retrieve.title_index import TitleIndex
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 from .store.cipher import convert
 from .store.schema import VECTOR_KINDS
@@ -92,7 +92,7 @@ class EdgeRAG:
         self._days: tuple[tuple[int, int], list[tuple[set, RetrievedChunk]]] | None = None
         self._walk: tuple[tuple[int, int], WalkGraph] | None = None
         self._planner: Planner | None = None
-        self._answerer: tuple[Settings, Answerer | FocusedAnswerer] | None = None
+        self._answerer: tuple[Settings, AnswerStage] | None = None
 
     @classmethod
     def open(cls, path: str | Path, profile: str | Path | None = None, *,
@@ -231,8 +231,8 @@ class EdgeRAG:
         chosen = self.plan(question) if method.lower() == "auto" else None
         view = IndexView(self.settings, self.store, self.embedder, self._vectors(),
                          lambda: self._vectors("entity"), lambda: self._vectors("relation"),
-                         lambda: self.slm, self.name_matcher, self.walk_graph)
-        retriever = make_retriever(chosen.method if chosen else method, view)
+                         lambda: self.slm, self.name_matcher, self._titles)
+        retriever = make_retriever(chosen.method if chosen else method, view, self.walk_graph)
         result = retriever.retrieve(question, top_k or self.settings.top_k)
         if chosen is not None:
             result.plan = chosen
@@ -244,9 +244,9 @@ class EdgeRAG:
         head, slm, rules)."""
         if self._planner is None:
             probes = QuestionProbes(
-                named=lambda q: names_a_seed(q, self.walk_graph),
-                compares=lambda q: compares_titles(q, self.walk_graph),
-                titled=lambda q: names_a_title(q, self.walk_graph),
+                named=lambda q: names_a_seed(q, self._titles),
+                compares=lambda q: compares_titles(q, self._titles),
+                titled=lambda q: names_a_title(q, self._titles),
                 two_events=lambda q: bool(clauses(q)),
                 nearest=lambda q: self._vectors().search(self.embedder.embed_one(q), DENSE_K)[1])
             self._planner = make_planner(self.settings, lambda: self.embedder, lambda: self.slm,
@@ -286,7 +286,7 @@ class EdgeRAG:
         return answerer.stream(question, retrieval) if stream else answerer.answer(question, retrieval)
 
     @property
-    def answerer(self) -> Answerer | FocusedAnswerer:
+    def answerer(self) -> AnswerStage:
         """The answer stage of the ``answer_stage`` setting (``focused`` or ``plain``).
 
         The SLM stays loaded and keeps the KV cache of the last prompt: the next question skips
@@ -294,21 +294,11 @@ class EdgeRAG:
         stage itself stays too, with the token masks it computed, until the settings change.
         """
         slm, settings = self.slm, self.settings  # loading the SLM may fit the settings
-        if self._answerer is not None and self._answerer[0] == settings:
-            return self._answerer[1]
-        answerer: Answerer | FocusedAnswerer
-        if settings.answer_stage == "plain":
-            answerer = Answerer(slm, settings.context_token_budget, settings.answer_max_tokens,
-                                settings.source_guard)
-        else:
-            evidence = Evidence(self.embedder.embed, self._document_texts, self._dated_chunks)
-            answerer = FocusedAnswerer(slm, evidence, settings.focus_tokens,
-                                       settings.focus_max_new_tokens, settings.abstain_threshold,
-                                       settings.no_threshold, settings.abstain_terms,
-                                       settings.source_guard)
-        answerer.config = replace(answerer.config, draft_tokens=settings.draft_tokens)
-        self._answerer = (settings, answerer)
-        return answerer
+        if self._answerer is None or self._answerer[0] != settings:
+            evidence = Evidence(lambda texts: self.embedder.embed(texts), self._document_texts,
+                                self._dated_chunks)
+            self._answerer = (settings, make_answer_stage(settings, slm, evidence))
+        return self._answerer[1]
 
     def _document_texts(self, doc_id: str) -> list[str]:
         return [chunk.text for chunk in self.store.document_chunks(doc_id)]
@@ -363,6 +353,9 @@ class EdgeRAG:
         if self._walk is None or self._walk[0] != version:
             self._walk = (version, WalkGraph.from_store(self.store, self.settings.use_weights))
         return self._walk[1]
+
+    def _titles(self) -> TitleIndex | None:
+        return self.walk_graph().titles
 
     def documents(self) -> list[DocumentRecord]:
         """Every stored document."""

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 PROMPT_VERSION = "3"
 
+# The chat template of the supported SLMs (ChatML, ``SLM.chat``) and the strings answers stop at.
+CHAT_TURN = "<|im_start|>{role}\n{text}<|im_end|>\n"
+CHAT_REPLY = "<|im_start|>assistant\n"
+END_OF_TURN = "<|im_end|>"
+ANSWER_STOP = (END_OF_TURN,)
+FOCUSED_STOP = (END_OF_TURN, "\n")  # the focused answer is one line
+
 NO_ANSWER = "Insufficient information."
 
 ANSWER_SYSTEM = (

@@ -1,10 +1,22 @@
-"""The answer stage: grounded answers from retrieved context (``focused.py``)."""
+"""The answer stage: grounded answers from retrieved context, created by the ``answer_stage``
+setting like the retrievers (``make_retriever``) and planners (``make_planner``).
 
+- ``plain.py``: the retrieved chunks numbered as they are (``plain``);
+- ``focused.py``: the best lines of the retrieved documents (``focus.py``), answer forms
+  (``forms.py``) and abstention on evidence (``abstain.py``) (``focused``, the default);
+- ``types.py``: what both return; the prompts, chat template and stop strings are in
+  ``edge_rag/prompts.py`` with every other prompt.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..config import Settings
+from ..models.slm import SLM, GenerationConfig
+from ..retrieve import Retrieval
 from .focused import (
     ONLY_CITATIONS,
-    Answer,
-    Answerer,
-    AnswerStream,
     Evidence,
     FocusedAnswerer,
     Prepared,
@@ -16,6 +28,36 @@ from .focused import (
     rest_of_copy,
     source_sentence,
 )
+from .plain import Answerer
+from .types import Answer, AnswerStream
 
-__all__ = ["ONLY_CITATIONS", "Answer", "AnswerStream", "Answerer", "Evidence", "FocusedAnswerer", "Prepared",
-           "dates_in", "document_days", "missing_date", "on_days", "quote", "rest_of_copy", "source_sentence"]
+
+class AnswerStage(Protocol):
+    """Answers a question from a retrieval, whole or as a stream; ``config`` is its generation
+    setting (the server lowers ``max_new_tokens`` for one request)."""
+
+    config: GenerationConfig
+
+    def answer(self, question: str, retrieval: Retrieval) -> Answer:
+        """Generate the whole answer."""
+        ...
+
+    def stream(self, question: str, retrieval: Retrieval) -> AnswerStream:
+        """Generate the answer as a stream of text pieces."""
+        ...
+
+
+def make_answer_stage(settings: Settings, slm: SLM, evidence: Evidence) -> AnswerStage:
+    """The stage of ``settings.answer_stage`` (``plain``, else ``focused``), built with every
+    setting it reads; ``evidence`` is what the focused stage reads besides the SLM."""
+    if settings.answer_stage == "plain":
+        return Answerer(slm, settings.context_token_budget, settings.answer_max_tokens,
+                        settings.source_guard, settings.draft_tokens)
+    return FocusedAnswerer(slm, evidence, settings.focus_tokens, settings.focus_max_new_tokens,
+                           settings.abstain_threshold, settings.no_threshold, settings.abstain_terms,
+                           settings.source_guard, settings.draft_tokens)
+
+
+__all__ = ["ONLY_CITATIONS", "Answer", "AnswerStage", "AnswerStream", "Answerer", "Evidence",
+           "FocusedAnswerer", "Prepared", "dates_in", "document_days", "make_answer_stage", "missing_date",
+           "on_days", "quote", "rest_of_copy", "source_sentence"]

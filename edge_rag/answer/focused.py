@@ -1,9 +1,7 @@
-"""Grounded answering: fit the evidence into the SLM's window, number it, generate.
-
-Two stages (setting ``answer_stage``): ``plain`` numbers the retrieved chunks as they are;
-``focused`` (the default) shows the model only the best lines of the retrieved documents
-(``focus``), constrains the start of the answer by question type (``forms``), abstains on
-evidence, and makes sure the answer cites a source and is more than citations.
+"""The focused answer stage (``answer_stage = "focused"``, the default): it shows the model only
+the best lines of the retrieved documents (``focus``), constrains the start of the answer by
+question type (``forms``), abstains on evidence, and makes sure the answer cites a source and is
+more than citations.
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,129 +24,15 @@ from ..retrieve import Retrieval, RetrievedChunk
 from .abstain import unsupported
 from .focus import Focus, SourceDoc, choose, split_document
 from .forms import SPEAKER_LINE, Form, answer_form, answer_span, compact_text, start_mask
+from .types import Answer, AnswerStream
 
 CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
 # Citations ("[1]", "[1, 2]") and punctuation, nothing else: a bare number ("314159") is an answer.
 ONLY_CITATIONS = re.compile(r"^(?:[\s,.;:-]|\[\d+(?:\s*,\s*\d+)*\])*$")
 
-CHAT_OVERHEAD_TOKENS = 32
 MAX_NAME_TOKENS = 8
 NO_ANSWER_STARTS = ("Insufficient", "insufficient", "INSUFFICIENT", " Insufficient", " insufficient")
 DATED_DOCS = 3
-
-
-@dataclass
-class Answer:
-    """An answer with the sources it was given and where the time went."""
-
-    text: str
-    method: str
-    sources: list[RetrievedChunk] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    retrieval: Retrieval | None = field(default=None, repr=False)
-    details: dict[str, Any] = field(default_factory=dict, repr=False)
-    withheld: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The CLI's ``ask --json`` shape."""
-        return {
-            "answer": self.text,
-            "method": self.method,
-            "sources": [{"doc_id": c.doc_id, "source": c.source, "chunk_id": c.chunk_id}
-                        for c in self.sources],
-            "timings_ms": {k: round(v, 2) for k, v in self.timings.items()},
-            "plan": asdict(self.retrieval.plan) if self.retrieval and self.retrieval.plan else None,
-            "withheld": self.withheld,
-        }
-
-
-class AnswerStream:
-    """Iterate to receive the answer as text pieces; ``.answer`` is complete afterwards."""
-
-    def __init__(self, pieces: Iterator[str], answer: Answer, started: float) -> None:
-        self._pieces = pieces
-        self.answer = answer
-        self._started = started
-
-    def __iter__(self) -> Iterator[str]:
-        first = True
-        for piece in self._pieces:
-            if first:
-                self.answer.timings["first_token"] = (time.perf_counter() - self._started) * 1000
-                first = False
-            self.answer.text += piece
-            yield piece
-        self.answer.text = self.answer.text.strip()
-        self.answer.timings["generate"] = (time.perf_counter() - self._started) * 1000
-
-
-class Answerer:
-    """Builds the grounded prompt within the token budget and runs the SLM."""
-
-    def __init__(self, slm: SLM, context_tokens: int, max_new_tokens: int, guard: bool = True) -> None:
-        self.slm = slm
-        self.context_tokens = context_tokens
-        self.guard = guard
-        self.config = GenerationConfig(max_new_tokens=max_new_tokens, stop=("<|im_end|>",))
-        self.withheld: list[str] = []
-
-    def prompt(self, question: str, retrieval: Retrieval) -> tuple[str, list[RetrievedChunk]]:
-        """The chat prompt and the chunks that fit into it, best first (``withheld``: the
-        sentences of theirs kept out as instructions, with ``guard``)."""
-        self.withheld = []
-        if retrieval.method == "none":
-            user = prompts.NO_CONTEXT_USER.format(question=question)
-            return self.slm.chat(user, prompts.ANSWER_SYSTEM), []
-        used = self._fit(question, retrieval.chunks)
-        sources = [(_short(c.source), text) for c, text in used]
-        user = prompts.quoted(prompts.answer_user(question, sources), len(self.withheld))
-        system = prompts.guarded_system(prompts.ANSWER_SYSTEM, len(self.withheld))
-        return self.slm.chat(user, system), [c for c, _ in used]
-
-    def answer(self, question: str, retrieval: Retrieval) -> Answer:
-        """Generate the whole answer."""
-        prompt, used = self.prompt(question, retrieval)
-        result = self.slm.generate(prompt, self.config)
-        timings = {**retrieval.timings_ms, "prefill": result.prefill_ms, "decode": result.decode_ms,
-                   "prompt_tokens": result.prompt_tokens, "cached_tokens": result.cached_tokens}
-        return Answer(result.text.strip(), retrieval.method, used, timings, retrieval,
-                      withheld=self.withheld)
-
-    def stream(self, question: str, retrieval: Retrieval) -> AnswerStream:
-        """Generate the answer as a stream of text pieces."""
-        prompt, used = self.prompt(question, retrieval)
-        answer = Answer("", retrieval.method, used, dict(retrieval.timings_ms), retrieval,
-                        withheld=self.withheld)
-        return AnswerStream(self.slm.stream(prompt, self.config), answer, time.perf_counter())
-
-    def _fit(self, question: str, chunks: list[RetrievedChunk]) -> list[tuple[RetrievedChunk, str]]:
-        # Trim the context, never the question: chunks are added best first while they fit.
-        fixed = self.slm.count_tokens(prompts.ANSWER_SYSTEM + question) + CHAT_OVERHEAD_TOKENS
-        room = min(self.context_tokens, self.slm.context_tokens - self.config.max_new_tokens - fixed)
-        used: list[tuple[RetrievedChunk, str]] = []
-        for chunk in chunks:
-            text = self._guarded(chunk.text)
-            cost = self.slm.count_tokens(text) + 12
-            if cost <= room:
-                used.append((chunk, text))
-                room -= cost
-            elif room > 48:
-                used.append((chunk, self._truncate(text, room - 12)))
-                break
-            else:
-                break
-        return used
-
-    def _guarded(self, text: str) -> str:
-        return withhold(text, self.withheld) if self.guard else text
-
-    def _truncate(self, text: str, tokens: int) -> str:
-        encoding = self.slm.tokenizer.encode(text, add_special_tokens=False)
-        return text[: encoding.offsets[tokens - 1][1]] if len(encoding.ids) > tokens else text
-
-
-def _short(source: str) -> str:
-    return source.rsplit("/", 1)[-1]
 
 
 @dataclass
@@ -197,7 +81,8 @@ class FocusedAnswerer:
 
     def __init__(self, slm: SLM, evidence: Evidence, context_tokens: int, max_new_tokens: int,
                  abstain_threshold: float, no_threshold: float = 0.5,
-                 abstain_terms: int = 0, guard: bool = True) -> None:
+                 abstain_terms: int = 0, guard: bool = True,
+                 draft_tokens: int = GenerationConfig.draft_tokens) -> None:
         self.slm = slm
         self.guard = guard
         self.abstain_terms = abstain_terms
@@ -205,7 +90,8 @@ class FocusedAnswerer:
         self.context_tokens = context_tokens
         self.abstain_threshold = abstain_threshold
         self.no_threshold = no_threshold
-        self.config = GenerationConfig(max_new_tokens=max_new_tokens, stop=("<|im_end|>", "\n"))
+        self.config = GenerationConfig(max_new_tokens=max_new_tokens, stop=prompts.FOCUSED_STOP,
+                                       draft_tokens=draft_tokens)
         self._no_answer = self._ids("Insufficient")[0]
         self._open_ids: np.ndarray | None = None
         self._no_colon_ids: np.ndarray | None = None

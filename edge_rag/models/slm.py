@@ -21,6 +21,7 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from ..errors import ContextOverflow, EdgeRagError
+from ..prompts import CHAT_REPLY, CHAT_TURN
 from .constraints import Constraint, TokenMask
 from .decoder import GqaDecoder
 from .folder import ModelFolder
@@ -126,8 +127,7 @@ class SLM:
         """A ChatML prompt that ends where the assistant's answer begins."""
         turns = [("system", system)] if system else []
         turns.append(("user", user))
-        body = "".join(f"<|im_start|>{role}\n{text}<|im_end|>\n" for role, text in turns)
-        return body + "<|im_start|>assistant\n"
+        return "".join(CHAT_TURN.format(role=role, text=text) for role, text in turns) + CHAT_REPLY
 
     def count_tokens(self, text: str) -> int:
         """Tokens of a text as the model sees it."""

@@ -1,0 +1,55 @@
+"""What an answer stage returns: a whole ``Answer``, or an ``AnswerStream`` of its pieces."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..retrieve import Retrieval, RetrievedChunk
+
+
+@dataclass
+class Answer:
+    """An answer with the sources it was given and where the time went."""
+
+    text: str
+    method: str
+    sources: list[RetrievedChunk] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    retrieval: Retrieval | None = field(default=None, repr=False)
+    details: dict[str, Any] = field(default_factory=dict, repr=False)
+    withheld: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The CLI's ``ask --json`` shape."""
+        return {
+            "answer": self.text,
+            "method": self.method,
+            "sources": [{"doc_id": c.doc_id, "source": c.source, "chunk_id": c.chunk_id}
+                        for c in self.sources],
+            "timings_ms": {k: round(v, 2) for k, v in self.timings.items()},
+            "plan": asdict(self.retrieval.plan) if self.retrieval and self.retrieval.plan else None,
+            "withheld": self.withheld,
+        }
+
+
+class AnswerStream:
+    """Iterate to receive the answer as text pieces; ``.answer`` is complete afterwards."""
+
+    def __init__(self, pieces: Iterator[str], answer: Answer, started: float) -> None:
+        self._pieces = pieces
+        self.answer = answer
+        self._started = started
+
+    def __iter__(self) -> Iterator[str]:
+        first = True
+        for piece in self._pieces:
+            if first:
+                self.answer.timings["first_token"] = (time.perf_counter() - self._started) * 1000
+                first = False
+            self.answer.text += piece
+            yield piece
+        self.answer.text = self.answer.text.strip()
+        self.answer.timings["generate"] = (time.perf_counter() - self._started) * 1000
