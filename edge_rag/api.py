@@ -29,7 +29,7 @@ from .questions import clauses, compares_titles, forget_terms, names_a_seed, nam
 from .retrieve import DENSE_K, IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
 from .retrieve.title_index import TitleIndex
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
-from .store.cipher import convert
+from .store.rekey import convert
 from .store.schema import VECTOR_KINDS
 
 INDEX_KEYS = ("chunk_tokens", "chunk_overlap", "vector_dtype", "extractor")
@@ -128,7 +128,7 @@ class EdgeRAG:
     @staticmethod
     def change_key(path: str | Path, key: str | bytes | None, new_key: str | bytes | None) -> None:
         """Encrypt a plain index (``key`` None), decrypt one (``new_key`` None) or change its key,
-        by rewriting its SQLite file into a new one that replaces it (``store.cipher.convert``).
+        by rewriting its SQLite file into a new one that replaces it (``store.rekey.convert``).
         Needs the write lock and no other process holding the index open."""
         directory = Path(path)
         GraphStore.check(directory)

@@ -40,7 +40,8 @@ def serve(options: ServeOptions) -> int:
     clean shutdown (in-flight answers stopped, index closed)."""
     uvicorn = require_extra()
     from ..models.pages import share_heap
-    from .app import Service, build_app
+    from .app import Service
+    from .routes import build_app
     from .security import check_bind, load_token
 
     token = load_token(options.token_file)

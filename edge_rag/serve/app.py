@@ -1,28 +1,22 @@
-"""The service behind the endpoints (models loaded once, three lanes) and the ASGI app around it."""
+"""The service behind the endpoints: models loaded once, three lanes (the ASGI app around it is
+``routes.build_app``)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
-from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException, MultiPartParser
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 from ..api import EdgeRAG
-from ..errors import EdgeRagError
 from ..retrieve import Retrieval
 from . import chat
 from .chat import BadRequest, ChatRequest
 from .queue import Job, Lane, Stopped
-from .routes import describe_error, routes
-from .security import ASGIApp, Guard, clean_message
 
 T = TypeVar("T")
 RETRIEVAL_WAITING = 64
@@ -159,26 +153,3 @@ class Service:
         if not isinstance(upload, UploadFile):
             raise BadRequest("the form has no 'file' field")
         return upload.filename or "upload", await upload.read()
-
-
-def build_app(service: Service, token: str | None, cors: list[str] | None = None) -> ASGIApp:
-    """The ASGI app: routes, JSON errors, the token and size guard, CORS only when configured."""
-    app = Starlette(routes=routes(service), exception_handlers={
-        EdgeRagError: _error, HTTPException: _http_error, Exception: _error})
-    guarded: ASGIApp = Guard(app, token, service.body_limit)
-    if cors:
-        guarded = CORSMiddleware(guarded, allow_origins=cors, allow_methods=["GET", "POST", "DELETE"],
-                                 allow_headers=["authorization", "content-type"])
-    return guarded
-
-
-async def _error(request: Request, exc: Exception) -> Response:
-    status, kind, message = describe_error(exc)
-    headers = {"retry-after": str(getattr(exc, "retry_after", 5))} if status == 503 else None
-    return JSONResponse({"error": {"message": clean_message(message), "type": kind}}, status, headers)
-
-
-async def _http_error(request: Request, exc: Any) -> Response:
-    kind = "not_found" if exc.status_code == 404 else "invalid_request_error"
-    return JSONResponse({"error": {"message": clean_message(str(exc.detail)), "type": kind}},
-                        exc.status_code, getattr(exc, "headers", None))

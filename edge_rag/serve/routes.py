@@ -6,22 +6,31 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import BadDocument, ContextOverflow, IndexLocked, MissingExtra, NoSuchDocument, UnknownMethod
+from ..errors import (
+    BadDocument,
+    ContextOverflow,
+    EdgeRagError,
+    IndexLocked,
+    MissingExtra,
+    NoSuchDocument,
+    UnknownMethod,
+)
 from ..index import Document
 from ..index.reader import Skipped, SkipTally, read_upload
 from . import chat
+from .app import Service
 from .chat import BadRequest
 from .queue import Job, QueueFull, Stopped
-from .security import BodyTooLarge
-
-if TYPE_CHECKING:
-    from .app import Service
+from .security import ASGIApp, BodyTooLarge, Guard, clean_message
 
 CLIENT_ERRORS = (BadRequest, BadDocument, UnknownMethod, ContextOverflow)
 KEEP_ALIVE_SECONDS = 1.0
@@ -245,3 +254,26 @@ async def json_body(request: Request) -> Any:
         return json.loads(raw)
     except (ValueError, RecursionError):
         raise BadRequest("the body is not valid JSON") from None
+
+
+def build_app(service: Service, token: str | None, cors: list[str] | None = None) -> ASGIApp:
+    """The ASGI app: routes, JSON errors, the token and size guard, CORS only when configured."""
+    app = Starlette(routes=routes(service), exception_handlers={
+        EdgeRagError: _error, HTTPException: _http_error, Exception: _error})
+    guarded: ASGIApp = Guard(app, token, service.body_limit)
+    if cors:
+        guarded = CORSMiddleware(guarded, allow_origins=cors, allow_methods=["GET", "POST", "DELETE"],
+                                 allow_headers=["authorization", "content-type"])
+    return guarded
+
+
+async def _error(request: Request, exc: Exception) -> Response:
+    status, kind, message = describe_error(exc)
+    headers = {"retry-after": str(getattr(exc, "retry_after", 5))} if status == 503 else None
+    return JSONResponse({"error": {"message": clean_message(message), "type": kind}}, status, headers)
+
+
+async def _http_error(request: Request, exc: Any) -> Response:
+    kind = "not_found" if exc.status_code == 404 else "invalid_request_error"
+    return JSONResponse({"error": {"message": clean_message(str(exc.detail)), "type": kind}},
+                        exc.status_code, getattr(exc, "headers", None))
