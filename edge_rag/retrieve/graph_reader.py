@@ -15,14 +15,15 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..lexicon import NameMatcher
 from ..store import VectorIndex
+from ..store.graph_tables import EntityRow, RelationRow
 from .base import IndexView
-from .types import RetrievedChunk
+from .types import RelationHit, RetrievedChunk
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,11 @@ class Entity:
     name: str
     type: str
     score: float = 0.0
+
+    @classmethod
+    def from_row(cls, row: EntityRow) -> Entity:
+        """The node as the store read it (no score yet)."""
+        return cls(row.id, row.name, row.type)
 
 
 @dataclass(frozen=True)
@@ -61,12 +67,17 @@ class Relation:
         assert value is not None  # the schema's CHECK: structural rows carry a weight, similar a score
         return float(value)
 
-    def to_dict(self, names: dict[int, str]) -> dict:
+    @classmethod
+    def from_row(cls, row: RelationRow) -> Relation:
+        """The relation as the store read it (no rank yet)."""
+        return cls(**row._asdict())
+
+    def to_dict(self, names: dict[int, str]) -> RelationHit:
         """JSON-ready form with entity names."""
-        data = asdict(self)
-        data.update(source=names.get(self.source_id, ""), target=names.get(self.target_id, ""),
-                    rank=round(self.rank, 6))
-        return data
+        return RelationHit(id=self.id, kind=self.kind, source_id=self.source_id, target_id=self.target_id,
+                           weight=self.weight, score=self.score, keywords=self.keywords,
+                           description=self.description, rank=round(self.rank, 6),
+                           source=names.get(self.source_id, ""), target=names.get(self.target_id, ""))
 
 
 class GraphReader:
@@ -104,15 +115,15 @@ class GraphReader:
 
     def entities(self, ids: Iterable[int]) -> dict[int, Entity]:
         """Nodes by id."""
-        return {row.id: Entity(*row) for row in self.tables.entities(ids)}
+        return {row.id: Entity.from_row(row) for row in self.tables.entities(ids)}
 
     def relations(self, ids: Iterable[int]) -> dict[int, Relation]:
         """Relations by id."""
-        return {row.id: Relation(*row) for row in self.tables.relations(ids)}
+        return {row.id: Relation.from_row(row) for row in self.tables.relations(ids)}
 
     def one_hop(self, entity_ids: Iterable[int]) -> list[Relation]:
         """Every relation touching one of the entities (eq. 9's G_1-hop)."""
-        return [Relation(*row) for row in self.tables.relations_touching(entity_ids)]
+        return [Relation.from_row(row) for row in self.tables.relations_touching(entity_ids)]
 
     def chunks(self, question_vector: np.ndarray, entity_scores: dict[int, float],
                relation_scores: dict[int, float], similar: Sequence[Relation],

@@ -15,8 +15,8 @@ from dataclasses import replace
 import numpy as np
 
 from .base import timed
-from .graph_reader import GraphReader, Relation
-from .types import Retrieval
+from .graph_reader import Entity, GraphReader, Relation
+from .types import EntityHit, Retrieval
 
 
 class LocalRetriever:
@@ -67,12 +67,13 @@ def rank_structural(graph: GraphReader, query: np.ndarray, relations: list[Relat
     return sorted(ranked, key=lambda r: (-r.rank, r.id))
 
 
-def describe(result: Retrieval, graph: GraphReader, entities, relations: list[Relation]) -> Retrieval:
+def describe(result: Retrieval, graph: GraphReader, entities: list[Entity],
+             relations: list[Relation]) -> Retrieval:
     """Fill a retrieval's entities and relations (JSON-ready, with names)."""
     names = {e.id: e.name for e in entities}
     names.update((e.id, e.name) for e in graph.entities(
         i for r in relations for i in (r.source_id, r.target_id) if i not in names).values())
-    result.entities = [{"name": e.name, "type": e.type, "score": round(e.score, 6)} for e in entities]
+    result.entities = [EntityHit(name=e.name, type=e.type, score=round(e.score, 6)) for e in entities]
     result.relations = [r.to_dict(names) for r in relations]
     return result
 

@@ -88,7 +88,7 @@ from .base import timed
 from .graph_reader import GraphReader
 from .lexical import ChunkTerms
 from .title_index import TitleIndex
-from .types import Retrieval, RetrievedChunk
+from .types import EntityHit, Retrieval, RetrievedChunk
 
 if TYPE_CHECKING:
     from ..store import ChunkRecord, GraphStore
@@ -223,7 +223,7 @@ class PPRRetriever:
             chunks = interleave([chunks, *ranked], top_k)
         result.chunks = chunks
         names = self.graph.entities(entities)
-        result.entities = [{"name": names[e].name, "type": names[e].type, "score": round(s, 6)}
+        result.entities = [EntityHit(name=names[e].name, type=names[e].type, score=round(s, 6))
                            for e, s in sorted(entities.items(), key=lambda kv: -kv[1]) if e in names]
         return result
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from ..plan import Plan
@@ -20,6 +20,31 @@ class RetrievedChunk:
     score: float
 
 
+class EntityHit(TypedDict):
+    """A graph node a graph method chose for a question, JSON-ready."""
+
+    name: str
+    type: str
+    score: float
+
+
+class RelationHit(TypedDict):
+    """A graph edge a graph method chose (``graph_reader.Relation.to_dict``), JSON-ready with the
+    names of its ends."""
+
+    id: int
+    kind: str
+    source_id: int
+    target_id: int
+    weight: float | None
+    score: float | None
+    keywords: str
+    description: str
+    rank: float
+    source: str
+    target: str
+
+
 @dataclass
 class Retrieval:
     """The context one method found for one question, with per-stage timings."""
@@ -27,8 +52,8 @@ class Retrieval:
     question: str
     method: str
     chunks: list[RetrievedChunk] = field(default_factory=list)
-    entities: list[Any] = field(default_factory=list)
-    relations: list[Any] = field(default_factory=list)
+    entities: list[EntityHit] = field(default_factory=list)
+    relations: list[RelationHit] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     plan: Plan | None = None
 
