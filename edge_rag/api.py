@@ -28,7 +28,7 @@ from .plan import Plan, Planner, QuestionProbes, make_planner, run_planner
 from .questions import clauses, compares_titles, forget_terms, names_a_seed, names_a_title
 from .retrieve import DENSE_K, IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
 from .retrieve.title_index import TitleIndex
-from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
+from .store import DocumentRecord, IndexStore, VectorIndex, WriteLock
 from .store.rekey import convert
 from .store.schema import VECTOR_KINDS
 
@@ -78,7 +78,7 @@ class EdgeRAG:
     a cache of its vectors that is rebuilt when it falls behind.
     """
 
-    def __init__(self, directory: Path, settings: Settings, store: GraphStore) -> None:
+    def __init__(self, directory: Path, settings: Settings, store: IndexStore) -> None:
         self.directory = directory
         self.settings = settings
         self.store = store
@@ -103,7 +103,7 @@ class EdgeRAG:
         creates one (needs the ``[encrypt]`` extra); ``WrongKey`` without the right one."""
         settings = Settings.load(profile, **overrides)
         directory = Path(path)
-        store = GraphStore.open(directory, settings, create=create, key=key)
+        store = IndexStore.open(directory, settings, create=create, key=key)
         recorded = store.index_settings()
         if recorded:
             settings = settings.replace(**{k: recorded[k] for k in INDEX_KEYS if k in recorded})
@@ -120,7 +120,7 @@ class EdgeRAG:
         """Another handle on this index for another thread (``edge-rag serve``'s lanes): its own
         SQLite connection and vector readers, this handle's embedder (loaded once, shared)."""
         other = EdgeRAG(self.directory, self.settings,
-                        GraphStore.open(self.directory, self.settings, create=False,
+                        IndexStore.open(self.directory, self.settings, create=False,
                                         key=self.store.key))
         other._embedder = self.embedder
         return other
@@ -131,7 +131,7 @@ class EdgeRAG:
         by rewriting its SQLite file into a new one that replaces it (``store.rekey.convert``).
         Needs the write lock and no other process holding the index open."""
         directory = Path(path)
-        GraphStore.check(directory)
+        IndexStore.check(directory)
         with WriteLock(directory):
             convert(directory, key, new_key)
 
@@ -434,7 +434,7 @@ def _chain(docs: list[Document], files: list, limit: int,
     yield from read_sources(files, limit, follow_symlinks)
 
 
-def _encrypted(store: GraphStore) -> GraphStore | None:
+def _encrypted(store: IndexStore) -> IndexStore | None:
     # The budget reads an encrypted index's vector sizes through the open store.
     return store if store.encrypted else None
 

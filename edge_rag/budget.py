@@ -85,7 +85,7 @@ class MemoryEstimate:
 def estimate_memory(settings: Settings, index: Path | None = None, with_slm: bool = True,
                     store: Any = None) -> MemoryEstimate:
     """The estimate for a session with these settings (see the module docstring); ``store``: an
-    encrypted index's open GraphStore (its file cannot be read without the key)."""
+    encrypted index's open IndexStore (its file cannot be read without the key)."""
     models = settings.home / "models"
     parts = {"runtime": RUNTIME_MB,
              "embedder": _folder_mb(models / settings.embedder) + EMBEDDER_WORK_MB,

@@ -22,7 +22,7 @@ from edge_rag.index.aggregate import (
 from edge_rag.index.candidates import Candidates
 from edge_rag.index.extract import FastExtractor, parse_records
 from edge_rag.index.graph_builder import weight
-from edge_rag.store import GraphStore, VectorIndex
+from edge_rag.store import IndexStore, VectorIndex
 from edge_rag.store.codec import decode
 from edge_rag.store.schema import SCHEMA_VERSION
 from tests.conftest import LIHUA_ZIP, SMALL_SLM
@@ -164,7 +164,7 @@ def test_aggregation_judges_every_pair_of_a_large_component() -> None:
 
 def test_candidate_sets_stay_those_a_fresh_search_gives(tmp_path: Path) -> None:
     # Clusters wider than the cap: names enter and leave sets as vectors come and go.
-    store = GraphStore.open(tmp_path, Settings())
+    store = IndexStore.open(tmp_path, Settings())
     vectors = VectorIndex(tmp_path, "entity", 16, "i8", store, file_min=10**6)
     vectors.open(writable=True)
     rng = np.random.default_rng(7)
@@ -189,7 +189,7 @@ def test_candidate_sets_stay_those_a_fresh_search_gives(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("file_min", [10**6, 0])  # searched exactly, then through HNSW
 def test_the_last_search_is_remembered_until_the_vectors_change(tmp_path: Path, file_min: int) -> None:
-    store = GraphStore.open(tmp_path, Settings())
+    store = IndexStore.open(tmp_path, Settings())
     vectors = VectorIndex(tmp_path, "chunk", 16, "i8", store, file_min=file_min)
     vectors.open(writable=True)
     rng = np.random.default_rng(3)

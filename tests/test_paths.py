@@ -38,10 +38,10 @@ HELD_CLI = textwrap.dedent("""
     # SIGINT ignored, and a child inherits that).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from edge_rag.cli import main
-    from edge_rag.store.sqlite import GraphStore
+    from edge_rag.store.sqlite import IndexStore
 
     marker, argv = sys.argv[1], sys.argv[2:]
-    add_chunks, writes = GraphStore.add_chunks, []
+    add_chunks, writes = IndexStore.add_chunks, []
 
     def held_add_chunks(self, *args, **kwargs):
         writes.append(1)
@@ -50,7 +50,7 @@ HELD_CLI = textwrap.dedent("""
             time.sleep(3600)
         return add_chunks(self, *args, **kwargs)
 
-    GraphStore.add_chunks = held_add_chunks
+    IndexStore.add_chunks = held_add_chunks
     sys.exit(main(argv))
 """)
 

@@ -32,7 +32,7 @@ from ..lexicon import STOPWORDS, entity_key
 from ..models.embedder import Embedder
 from ..models.pages import trim_heap
 from ..progress import Progress
-from ..store import GraphStore, VectorIndex
+from ..store import IndexStore, VectorIndex
 from ..store.codec import as_stored
 from ..store.graph_tables import (
     RELATION_DESCRIPTION_CHARS,
@@ -94,7 +94,7 @@ class GraphBuilder:
     The caller holds the index's write lock; ``refresh`` runs inside the caller's transaction.
     """
 
-    def __init__(self, store: GraphStore, entity_vectors: VectorIndex, relation_vectors: VectorIndex,
+    def __init__(self, store: IndexStore, entity_vectors: VectorIndex, relation_vectors: VectorIndex,
                  embedder: Embedder, extractor: Extractor | None, params: AggregationParams,
                  batch_chunks: int = 256) -> None:
         self.store = store

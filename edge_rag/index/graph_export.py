@@ -10,7 +10,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import MissingExtra, NoSuchEntity
 from ..lexicon import entity_key
-from ..store import GraphStore
+from ..store import IndexStore
 from ..store.graph_tables import GraphTables, NodeRow
 from .aggregate import compact
 
@@ -18,7 +18,7 @@ NODE_FIELDS = ("type", "description", "aliases", "chunks")
 EDGE_FIELDS = ("kind", "weight", "score", "keywords", "description", "chunks")
 
 
-def graph_data(store: GraphStore, around: str | None = None, hops: int = 2) -> dict[str, Any]:
+def graph_data(store: IndexStore, around: str | None = None, hops: int = 2) -> dict[str, Any]:
     """Nodes and edges with names instead of row ids (so two indexes compare equal when their
     graphs do); with ``around``, only the entities within ``hops`` of that one."""
     tables = store.graph

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import BadDocument, EdgeRagError
 from ..progress import Progress
-from ..store import GraphStore
+from ..store import IndexStore
 from ..store.synced import FileState
 from .reader import BLOCK, Item, Skipped, SkipTally, read_sources, walk
 from .writer import Indexer, InsertReport
@@ -102,7 +102,7 @@ class _Busy(Exception):
     """The file changed while it was read."""
 
 
-def plan(store: GraphStore, root: Path, follow_symlinks: bool, index: Path | None = None) -> SyncPlan:
+def plan(store: IndexStore, root: Path, follow_symlinks: bool, index: Path | None = None) -> SyncPlan:
     """Compare the folder with the index's record of it; hashes only files whose stat moved. The
     ``index`` directory, when it lies inside the folder, is left out."""
     if not root.is_dir():
@@ -175,7 +175,7 @@ def dry_report(found: SyncPlan) -> SyncReport:
     return report
 
 
-def touch(store: GraphStore, found: SyncPlan) -> None:
+def touch(store: IndexStore, found: SyncPlan) -> None:
     """Record the new mtimes of files whose bytes did not change."""
     if found.touched:
         with store.write():
@@ -205,7 +205,7 @@ def _walk_notes(items: list[Item], report: SyncReport) -> None:
 class Syncer:
     """Applies a plan through an ``Indexer`` (the caller holds the index's write lock)."""
 
-    def __init__(self, store: GraphStore, indexer: Indexer, max_bytes: int, follow_symlinks: bool) -> None:
+    def __init__(self, store: IndexStore, indexer: Indexer, max_bytes: int, follow_symlinks: bool) -> None:
         self.store = store
         self.indexer = indexer
         self.max_bytes = max_bytes

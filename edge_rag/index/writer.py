@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import BadDocument
 from ..models.embedder import Embedder
 from ..progress import Progress
-from ..store import DocumentRecord, GraphStore, VectorIndex
+from ..store import DocumentRecord, IndexStore, VectorIndex
 from .chunking import Chunk, Chunker
 from .graph_builder import GraphBuilder, GraphReport
 from .reader import Document, Skipped, SkipTally
@@ -64,7 +64,7 @@ class InsertReport:
 class Indexer:
     """Adds and deletes documents; the caller holds the index's write lock."""
 
-    def __init__(self, store: GraphStore, chunk_vectors: VectorIndex, embedder: Embedder,
+    def __init__(self, store: IndexStore, chunk_vectors: VectorIndex, embedder: Embedder,
                  chunker: Chunker, save_every: int, graph: GraphBuilder) -> None:
         self.store = store
         self.chunk_vectors = chunk_vectors

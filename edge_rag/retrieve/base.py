@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..config import Settings
 from ..models.embedder import Embedder
-from ..store import GraphStore, VectorIndex
+from ..store import IndexStore, VectorIndex
 from .types import Retrieval
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ class IndexView:
     names and the documents' titles load lazily (``ppr``'s matrix is given to ``make_retriever``)."""
 
     settings: Settings
-    store: GraphStore
+    store: IndexStore
     embedder: Embedder
     chunk_vectors: VectorIndex
     entity_vectors: Callable[[], VectorIndex] | None = None

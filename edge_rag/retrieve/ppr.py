@@ -91,7 +91,7 @@ from .title_index import TitleIndex
 from .types import EntityHit, Retrieval, RetrievedChunk
 
 if TYPE_CHECKING:
-    from ..store import ChunkRecord, GraphStore
+    from ..store import ChunkRecord, IndexStore
 
 DAMPING = 0.5
 SPECIFICITY = 0.5
@@ -126,7 +126,7 @@ class WalkGraph:
     lexical: ChunkTerms | None = None
 
     @classmethod
-    def from_store(cls, store: GraphStore, use_weights: bool = True) -> WalkGraph:
+    def from_store(cls, store: IndexStore, use_weights: bool = True) -> WalkGraph:
         """The graph of an open store, with its documents' title links (see ``title_index.py``) and
         its chunks' BM25 index (``lexical.py``)."""
         arrays = store.walk.arrays()
@@ -282,7 +282,7 @@ class PPRRetriever:
         return documents_first(found)[:top_k]
 
 
-def ranked(store: GraphStore, scores: dict[int, float]) -> list[RetrievedChunk]:
+def ranked(store: IndexStore, scores: dict[int, float]) -> list[RetrievedChunk]:
     """Chunks by score, best first (a chunk deleted since is left out)."""
     scored = sorted(((s, c) for c, s in scores.items()), reverse=True)
     records = store.chunks([c for _, c in scored])
@@ -352,7 +352,7 @@ def _part(nodes: np.ndarray, weights: list[float]) -> tuple[np.ndarray, np.ndarr
 TitleLinks = tuple[TitleIndex | None, tuple[np.ndarray, np.ndarray] | None]
 
 
-def _title_links(store: GraphStore, chunks: dict[int, ChunkRecord]) -> TitleLinks:
+def _title_links(store: IndexStore, chunks: dict[int, ChunkRecord]) -> TitleLinks:
     """The titled documents' index and every (chunk, titled first chunk) pair the texts name."""
     titles = {d.id: d.metadata["title"] for d in store.documents()
               if isinstance(d.metadata.get("title"), str)}

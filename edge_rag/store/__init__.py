@@ -1,7 +1,7 @@
 """Index storage: one SQLite file (source of truth) plus USearch vector files."""
 
 from .lock import WriteLock
-from .sqlite import ChunkRecord, DocumentRecord, GraphStore
+from .sqlite import ChunkRecord, DocumentRecord, IndexStore
 from .vectors import VectorIndex
 
-__all__ = ["ChunkRecord", "DocumentRecord", "GraphStore", "VectorIndex", "WriteLock"]
+__all__ = ["ChunkRecord", "DocumentRecord", "IndexStore", "VectorIndex", "WriteLock"]

@@ -109,7 +109,7 @@ RELATION_COLUMNS = "id, kind, source_id, target_id, weight, score, keywords, des
 
 
 class GraphTables:
-    """Typed reads and writes of the graph tables; writes run inside ``GraphStore.write()``."""
+    """Typed reads and writes of the graph tables; writes run inside ``IndexStore.write()``."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn

@@ -74,8 +74,9 @@ class ChunkRecord:
     source: str
 
 
-class GraphStore:
-    """Typed access to the index's SQLite file; every write goes through ``write()``."""
+class IndexStore:
+    """Typed access to the index's SQLite file (documents, chunks, the graph's tables, sync and vector
+    state); every write goes through ``write()``."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path, key: Key | None = None) -> None:
         self.conn = conn
@@ -88,7 +89,7 @@ class GraphStore:
 
     @classmethod
     def open(cls, directory: Path, settings: Settings, create: bool = True,
-             key: Key | None = None) -> GraphStore:
+             key: Key | None = None) -> IndexStore:
         """Open the index in ``directory``, creating it when allowed and absent; with a key the
         file is SQLCipher's (``cipher``), created encrypted or refused without the right key."""
         path = directory / DB_FILE

@@ -23,7 +23,7 @@ class FileState(NamedTuple):
 
 
 class SyncedTables:
-    """Reads and writes the sync tables (writes inside ``GraphStore.write()``)."""
+    """Reads and writes the sync tables (writes inside ``IndexStore.write()``)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn

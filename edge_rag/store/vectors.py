@@ -28,7 +28,7 @@ from usearch.index import search as exact_search
 from ..errors import IndexCorrupt
 from .cipher import database_errors
 from .codec import for_search, for_storage, search_form
-from .sqlite import DB_FILE, VECTOR_TABLES, GraphStore, VectorState
+from .sqlite import DB_FILE, VECTOR_TABLES, IndexStore, VectorState
 
 # (query, row) pairs per exact-search call. A build searches thousands of new names at once: 2^21
 # pairs held ~37 MiB during a call (3,000 names against 2Wiki's 44,794), 2^19 ~15 MiB for a
@@ -53,7 +53,7 @@ class ExactVectors:
         self._removed: set[int] = set()
 
     @classmethod
-    def load(cls, store: GraphStore, kind: str, dim: int, dtype: str) -> ExactVectors:
+    def load(cls, store: IndexStore, kind: str, dim: int, dtype: str) -> ExactVectors:
         """Every vector of a kind as SQLite holds it, in the search form of ``dtype``."""
         parts = [(ids, search_form(rows, dtype)) for ids, rows in store.iter_codes(kind)]
         empty = cls(dim, np.zeros(0, dtype=np.uint64), search_form(np.zeros((0, dim), np.int8), dtype))
@@ -129,7 +129,7 @@ class VectorIndex:
     (an encrypted index) no file is read or written: a large kind's HNSW index is built in memory.
     """
 
-    def __init__(self, directory: Path, kind: str, dim: int, dtype: str, store: GraphStore,
+    def __init__(self, directory: Path, kind: str, dim: int, dtype: str, store: IndexStore,
                  file_min: int = 0, persist: bool = True) -> None:
         self.path = directory / VECTOR_FILES[kind]
         self.kind = kind
@@ -317,7 +317,7 @@ def _crc32(path: Path) -> int:
     return crc
 
 
-def in_memory_bytes(directory: Path, dtype: str = "i8", store: GraphStore | None = None) -> int:
+def in_memory_bytes(directory: Path, dtype: str = "i8", store: IndexStore | None = None) -> int:
     """Bytes the exact-search matrices of an index will hold in memory: every kind of vector
     without an HNSW file in ``directory``, at the width ``dtype`` searches it (0 without an index).
     ``store``: an encrypted index, open (it keeps every kind in memory)."""
