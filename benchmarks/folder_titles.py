@@ -2,7 +2,7 @@
 
     python -m benchmarks.folder_titles [--methods vector,ppr] [--limit N] [--work DIR]
 
-``ppr`` leans on document titles (``retrieve/titles.py``). The JSONL records carry theirs as
+``ppr`` leans on document titles (``retrieve/title_index.py``). The JSONL records carry theirs as
 metadata; a folder of ``.txt`` files (title on the first line, then the passage) gets one from the
 reader's title rule (``index/titling.py``: a short first line). Both indexes are built fresh in one
 run from the same 6,119 passages, and each method's dev recall@2/@5 is measured on both; the issue's

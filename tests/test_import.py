@@ -20,7 +20,7 @@ def test_public_api_names_have_docstrings():
     assert missing == []
 
 
-ALLOWED = {"onnxruntime", "tokenizers", "usearch", "sqlite_utils", "rapidfuzz", "numpy", "tomli", "edge_rag"}
+ALLOWED = {"onnxruntime", "tokenizers", "usearch", "rapidfuzz", "numpy", "tomli", "edge_rag"}
 OPTIONAL = {"matplotlib"}  # imported inside `edge-rag graph --png` only; MissingExtra names [bench]
 OPTIONAL |= {"starlette", "uvicorn", "python_multipart"}  # edge_rag.serve only: [serve]
 OPTIONAL |= {"sqlcipher3"}  # imported when an encrypted index opens only; MissingExtra names [encrypt]
@@ -30,7 +30,7 @@ def test_runtime_imports_only_the_allowed_packages():
     """Every module of edge_rag imported: no third-party package outside the design card's list.
 
     `tomli` is the standard library's `tomllib` for Python < 3.11. Packages that the allowed ones
-    pull in themselves (sqlite-utils' click, for one) are theirs, so only what edge_rag's own
+    pull in themselves (onnxruntime's, for one) are theirs, so only what edge_rag's own
     source imports is checked, by reading its import statements.
     """
     import ast

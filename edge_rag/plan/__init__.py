@@ -3,14 +3,14 @@ trained head, the SLM or rules.
 
 A–E are the paper's labels (none, vector, local, dual, topology); F, the ``ppr`` random walk, is
 beyond it and comes last, so that a tie between methods still goes to the paper's simpler one.
-G, ``titles`` (``retrieve/named.py``), is a route of the ``names`` and ``margin`` planners only
+G, ``titles`` (``retrieve/titles.py``), is a route of the ``names`` and ``margin`` planners only
 (the head and the SLM choose among A–F): a question that compares documents it names by title
-("Which film came out first, X or Y?", ``ppr.compares_titles``) gets those documents and the
+("Which film came out first, X or Y?", ``questions.compares_titles``) gets those documents and the
 nearest chunks, without the walk.
 
 The default planner, ``names`` (beyond the paper): G for such a comparison; else F when the
 question names anything the walk can start from (a name, date, time, quantity, quoted title or
-document title, see ``ppr.names_a_seed``). A question that names nothing still walks from its
+document title, see ``questions.names_a_seed``). A question that names nothing still walks from its
 nearest chunks (``ppr``'s chunk seeds), so it goes to F too, unless its nearest chunk stands out
 (cos(top 1) − cos(top 5) ≥ ``planner_margin``, the ``margin`` rule below): then to G. On
 2WikiMultihopQA dev 94 of 400 questions go to G and the rest to F: recall@5 0.871 and recall@2
@@ -25,7 +25,7 @@ chunks finds ("What event is the community organizing?": recall@5 0.902).
 the search ``ppr`` makes first anyway (``VectorIndex.search`` remembers it, so neither route
 searches twice): a comparison of titled documents goes to G; any other question that contains
 a document's title walks (its bridge passage is reached by title links), so does one that
-orders or measures two events (``ppr`` ranks each clause, ``retrieve/clauses.py``); any other
+orders or measures two events (``ppr`` ranks each clause, ``questions.clauses``); any other
 goes to G, the nearest documents, when its nearest chunk stands out, cos(top 1) − cos(top 5) ≥
 ``planner_margin``. G rather than B: one chunk per document first finds more conversations
 (the 0.139-margin "Has Wolfgang ever been to Hong Kong?" loses recall@5 to vector, not to
@@ -114,10 +114,10 @@ class QuestionProbes:
     """What the planners may ask of the open index about a question (``plan`` does not import
     ``retrieve``: the index passes these in)."""
 
-    named: Callable[[str], bool] = lambda question: True  # ``ppr.names_a_seed``
-    compares: Callable[[str], bool] = lambda question: False  # ``ppr.compares_titles``
-    titled: Callable[[str], bool] = lambda question: False  # ``ppr.names_a_title``
-    two_events: Callable[[str], bool] = lambda question: False  # ``clauses.clauses`` splits it
+    named: Callable[[str], bool] = lambda question: True  # ``questions.names_a_seed``
+    compares: Callable[[str], bool] = lambda question: False  # ``questions.compares_titles``
+    titled: Callable[[str], bool] = lambda question: False  # ``questions.names_a_title``
+    two_events: Callable[[str], bool] = lambda question: False  # ``questions.clauses`` splits it
     nearest: Callable[[str], np.ndarray] = lambda question: np.zeros(0, np.float32)  # cosines, best first
 
     def stands_out(self, question: str, margin: float) -> bool:

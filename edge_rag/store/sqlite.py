@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
-import sqlite_utils
 
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
@@ -82,7 +81,6 @@ class IndexStore:
         self.conn = conn
         self.path = path
         self.key = key
-        self.db = sqlite_utils.Database(conn)
         self.graph = GraphTables(conn)
         self.walk = WalkTables(conn)
         self.synced = SyncedTables(conn)
@@ -192,7 +190,7 @@ class IndexStore:
         return json.loads(self.manifest().get("index_settings", "{}"))
 
     def _ensure_schema(self) -> None:
-        if "manifest" not in self.db.table_names():
+        if not self._count("sqlite_schema WHERE type = 'table' AND name = 'manifest'"):
             self._create_schema()
             return
         version = self.manifest().get("schema_version")
@@ -481,23 +479,27 @@ class IndexStore:
 
     def chunk_count(self) -> int:
         """How many chunks the index holds."""
-        return self.db["chunks"].count
+        return self._count("chunks")
 
     def counts(self) -> dict[str, int]:
         """Row counts of what the index holds."""
-        one = lambda sql: int(self.conn.execute(sql).fetchone()[0])
-        entities, keys = self.db["entities"].count, self.db["entity_keys"].count
+        entities, keys = self._count("entities"), self._count("entity_keys")
         return {
-            "documents": self.db["documents"].count,
+            "documents": self._count("documents"),
             "chunks": self.chunk_count(),
             "entities": entities,
-            "relations": one("SELECT count(*) FROM relations WHERE kind = 'structural'"),
-            "similar_edges": one("SELECT count(*) FROM relations WHERE kind = 'similar'"),
+            "relations": self._count("relations WHERE kind = 'structural'"),
+            "similar_edges": self._count("relations WHERE kind = 'similar'"),
             "entity_names": keys,
             "merges": keys - entities,
-            "chunks_in_graph": self.db["chunk_graph"].count,
-            "extraction_failures": one("SELECT coalesce(sum(failures), 0) FROM chunk_graph"),
+            "chunks_in_graph": self._count("chunk_graph"),
+            "extraction_failures": int(self.conn.execute(
+                "SELECT coalesce(sum(failures), 0) FROM chunk_graph").fetchone()[0]),
         }
+
+    def _count(self, rows: str) -> int:
+        # Rows of a table, optionally with a WHERE clause (the store speaks sqlite3 itself: README).
+        return int(self.conn.execute(f"SELECT count(*) FROM {rows}").fetchone()[0])
 
 
 def _check_directory(directory: Path, path: Path, create: bool) -> None:
