@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ from edge_rag import EdgeRAG, Settings
 from edge_rag.models import Embedder, ModelFolder
 
 ROOT = Path(__file__).resolve().parent.parent
-LIHUA_ZIP = ROOT.parent / "shared" / "datasets" / "lihua-world" / "data" / "LiHuaWorld.zip"
+DEMO_CHATS = ROOT / "export" / "demo" / "LiHua-World"
 SMALL_SLM = "smollm2-135m-int8"
 EXPORT_HINT = "run 'edge-rag export embedder' first (the README's test command does)"
 
@@ -39,14 +38,11 @@ def embedder(model_folder: ModelFolder) -> Embedder:
 
 @pytest.fixture(scope="session")
 def lihua_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The first 24 LiHua-World conversations (real data), unpacked as .txt files."""
-    if not LIHUA_ZIP.is_file():
-        pytest.fail(f"LiHua-World is missing at {LIHUA_ZIP}")
+    """The demo's 35 LiHua-World conversations (real data shipped in ``export/demo/``), copied
+    as flat .txt files."""
     out = tmp_path_factory.mktemp("lihua")
-    with zipfile.ZipFile(LIHUA_ZIP) as archive:
-        names = sorted(n for n in archive.namelist() if n.endswith(".txt"))
-        for name in [n for n in names if "/week1/" in n or "/week2/" in n][:24]:
-            (out / Path(name).name).write_bytes(archive.read(name))
+    for path in sorted(DEMO_CHATS.rglob("*.txt")):
+        (out / path.name).write_bytes(path.read_bytes())
     return out
 
 

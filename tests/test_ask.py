@@ -92,7 +92,7 @@ def test_focused_answers_cite_a_source_and_plain_stage_stays_reachable(lihua_ind
     with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, focus_max_new_tokens=16) as rag:
         focused = rag.ask(question)
         assert focused.details["stage"] == "focused" and focused.details["form"] == "time"
-        assert focused.text == "Insufficient information." or re.search(r"\[\d\]", focused.text)
+        assert re.search(r"\[\d\]", focused.text) and "Insufficient" not in focused.text  # answered, cited
         assert re.sub(r"[\s\[\]\d,.]", "", focused.text)  # never only citations
         assert focused.timings["prompt_tokens"] <= 400
     with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, answer_stage="plain",

@@ -3,8 +3,10 @@
 import json
 
 import numpy as np
-import onnx
 import pytest
+
+onnx = pytest.importorskip("onnx", reason="the GQA exporter's tests need the [export] extra (onnx)")
+
 from edge_rag_export import already_exported
 from edge_rag_export.gqa import EXPORTER_VERSION
 from edge_rag_export.gqa_graph import fit_block

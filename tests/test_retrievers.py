@@ -85,7 +85,7 @@ def test_every_graph_method_retrieves_cited_chunks(lihua_index, method: str) -> 
         found = rag.retrieve("What time does Li Hua check in with Adam about moving in?", method, top_k=5)
     assert 1 <= len(found.chunks) <= 5 and all(c.source and c.doc_id for c in found.chunks)
     assert len({c.chunk_id for c in found.chunks}) == len(found.chunks)
-    assert found.entities and found.relations and found.timings_ms["chunks"] >= 0
+    assert found.entities and found.relations and "chunks" in found.timings_ms
     scores = [c.score for c in found.chunks]
     assert scores == sorted(scores, reverse=True)
 

@@ -25,7 +25,6 @@ def test_known_answer_from_a_given_context(slm):
     result = slm.generate(slm.chat(CONTEXT), GREEDY)
     assert "7" in result.text and result.finish_reason in {"eos", "length"}
     assert result.prompt_tokens > 20 and result.new_tokens > 0
-    assert result.prefill_ms > 0 and result.decode_ms >= 0
 
 
 def test_stream_pieces_join_to_the_generated_text(slm):
