@@ -85,6 +85,7 @@ def render(results: Path = RESULTS) -> str:
     others = [r for r in files if r.name not in claimed]
     if others:
         parts.append(("Other results", OTHER_INTRO + "\n\n" + "\n\n".join(generic(r) for r in others)))
+    parts.append(("History", HISTORY))
     contents = "\n".join(f"- [{title}](#{_anchor(title)})" for title, _ in parts)
     body = "\n\n".join(f"## {title}\n\n{text}" for title, text in parts)
     return f"{HEADER}\n\n{contents}\n\n{CACHE_NOTE}\n\n{body}\n"
@@ -709,7 +710,7 @@ SUITE_READING = """\
 Recall separates the methods, answers do not: one answer is 1.7 points on 60 LiHua-World
 questions and 2.5 on 40 2Wiki ones, and the 0.5B model's accuracy differences between methods are
 within that noise. On the Pi 4 profile (1,536-token window, 768-token context) peak RSS stays
-well within its 2,048 MiB budget; the Pi Zero 2 W profile is refused before anything loads."""
+well within its 2,048 MiB budget."""
 
 PEERS_READING = """\
 edge-rag builds its index with rules in seconds where LightRAG spends an hour of SLM extraction
@@ -725,7 +726,8 @@ as many questions or more. LightRAG's LiHua-World build overlapped other jobs fo
 changes the picture."""
 
 RETRIEVAL_READING = """\
-DR has the best recall on both sets, and TR beats VR on LiHua-World's multi-hop questions. The
+ppr (and auto, which mostly routes to it) has the best recall on every set; of the paper's methods
+DR is best, and TR beats VR on LiHua-World's multi-hop questions. The
 -weights rows are as good as or better than the weighted ones: ω_r from co-occurrence counts
 favours the busiest pairs (Li Hua and her landlord), not the relevant ones. Measured alone on the
 machine (name matching by one rapidfuzz `cdist` call), mean retrieval time per question was DR
@@ -747,25 +749,61 @@ question needs two passages, the same threshold loses recall and cross-validatio
 "never": the default planner stays `names`."""
 
 ANSWER_READING = """\
-A 0.5B model turns little of the recall differences into answers: every method lands within a
-few answers of the others. "none" scores on 2Wiki because many golds are one of two names in the
-question ("which film came out first, X or Y?"); exact match stays near 0 because the model
-answers in a sentence; the model almost never abstains, so Null questions score 0."""
+The focused stage with the 4-bit Qwen: Multi and Null questions score far above Single ones (a
+yes/no or either-or answer, and abstention on evidence); exact match stays low because the model
+answers with a phrase around the gold. Per-method comparisons with the int8 model are in the
+history below."""
 
 GRAPH_READING = """\
-Every SLM output parsed (the constraint guarantees it). The 0.5B model finds people and a few
-objects but few relations, so on these chats the fast rules give the denser and more useful graph
-at about 1/200 of the time."""
+The SLM extractor's run (30 conversations, int8 Qwen) is in the history below: the fast rules
+give the denser and more useful graph at about 1/200 of the time."""
 
 SLM_READING = """\
-Against llama.cpp's figures, int8 ONNX prefill is faster and decode slower (about 0.8× for Qwen,
-0.4× for SmolLM2): a small model pays the graph's fixed per-node cost on every token."""
+With the GQA graph and 4-bit weights both models decode about twice as fast as llama.cpp measured
+beside them (the int8 optimum graph decoded at 0.4–0.8× llama.cpp: history below)."""
 
 MEMORY_READING = """\
 The estimate is on the safe side for Qwen2.5-0.5B (its weight file is counted whole, but the
 embedding rows a prompt never touches stay on disk) and close to or below the measured peak for
 SmolLM2-135M on the Pi Zero profile (the graph retrievers' transient peak is not modelled
 separately). The Pi Zero profile is refused either way: even vector retrieval peaks above 512 MiB."""
+
+HISTORY = """\
+Earlier runs, kept as text: their files came from graphs, schemas or options the current code no
+longer has, or were renamed by hand, so `benchmarks/results/` keeps only the newest file each
+script writes per data set (issue 47).
+
+- **Answer accuracy, int8 optimum Qwen (2026-11-30).** LiHua-World, 60 type-stratified questions,
+  plain stage: vector 0.183, dual 0.183 (Single 0.229), Multi and Null 0 for every method;
+  2Wiki, 40 questions: none 0.200, vector 0.175, local 0.125, dual 0.125, topology 0.125, the
+  -weights rows 0.125–0.175. Focused stage, 4-bit Qwen: LiHua-World all 248 questions 0.402
+  (Single 0.332, Multi 0.692, Null 0.654; 2026-12-02), Multi only vector 0.692 / ppr 0.731; the
+  100-question runs before and after issue 45 both 0.42; 2Wiki 200 questions 0.325 before the
+  last focused-stage change.
+- **Retrieval recall@5 by schema (2026-12-01).** LiHua-World vector 0.797, local 0.72–0.78, dual
+  0.817–0.832, topology 0.80, ppr 0.845 (schema 2–3) → 0.883 (schema 5) → 0.907 with BM25 words;
+  2Wiki vector 0.624–0.650, dual 0.657–0.663, ppr 0.678 → 0.867 with title links; migrated and
+  fresh builds agreed within 0.005. HotpotQA sample vector 0.825, ppr 0.887. ppr's BM25 words:
+  LiHua-World 0.874 → 0.907, 2Wiki unchanged (0.869); the `titles` shortcut on 94 2Wiki
+  comparisons: R@5 0.869 → 0.871, mean latency 27.3 → 23.6 ms; ppr's one-pass vector decode left
+  recall unchanged.
+- **Index builds.** 2Wiki (6,119 passages, 9,976 chunks): 936 s at schema 4, 665 s before the
+  worker split, 569 s before incremental relation vectors; LiHua-World (442 conversations) 209 s
+  at schema 4, 222 s before incremental vectors; peak RSS 249–381 MiB.
+- **SLM extraction (2026-11-30).** 30 conversations, 213 chunks, int8 Qwen 0.5B: 24.8 s a chunk
+  on shared cores, 0 parse failures, 208 names → 207 entities, 43 relations.
+- **SLM speed.** int8 optimum graph (prompt 300): SmolLM2 25.7 tok/s decode, Qwen 17.9; 4-bit
+  Qwen before the GQA graph 28–38 tok/s decode; KV int8 and 64-blocks changed decode by under
+  10 %; the stop-string runs 34–38 went from 35 to 85 tok/s for Qwen as the GQA graph landed.
+- **Suite (2026-11-30, int8 Qwen, dev profile).** recall@5 LiHua-World vector 0.877, dual 0.857,
+  auto 0.914; 2Wiki vector 0.613, dual 0.650, auto 0.669; the Pi Zero 2 W profile was refused up
+  front (626 MiB estimated against its 512 MiB budget).
+- **Others.** Encryption on 100 LiHua-World documents: build 1.15× plain, 0 of 50 phrases in the
+  encrypted files. Prompt injection with the sources-are-data sentence always on: 15 of 64
+  LiHua-World answers changed, followed share unchanged (3 of 30). The aarch64 (qemu) probe of the
+  `[encrypt]` extra: encrypted retrieval equal to plain, a wrong key refused with one line.
+  `auto_latency` with the margin planner, `answer_stage` on 12 questions (prefill ratio 0.45),
+  `slm_options` and `slm_quality` variants of SmolLM2 and Qwen: superseded by the kept runs."""
 
 OTHER_INTRO = """Result files whose shape `benchmarks/results_md.py` does not know yet, listed as stored."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import subprocess
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from edge_rag import Settings
 SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
            "planner_eval", "suite", "memory", "peers", "code_speed", "answer_stage", "abstention",
            "slm_options", "gqa_node", "auto_latency", "decode_context", "formats", "folder_titles",
-           "serve", "encryption", "injection"]
+           "serve", "encryption", "injection", "behaviour"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -111,3 +112,22 @@ def test_the_peers_run_with_the_network_forbidden(monkeypatch) -> None:
     peers._forbid_network()
     with pytest.raises(OSError, match="network access attempted"):
         socket.create_connection(("pypi.org", 443))
+
+
+def test_every_results_file_is_stamped_with_its_own_name() -> None:
+    # A file renamed by hand keeps the stamp of the name its script gave it: regenerate, don't rename.
+    stamps = {p.stem: json.loads(p.read_text(encoding="utf-8")).get("benchmark")
+              for p in common.RESULTS.glob("*.json")}
+    assert not {name: stamp for name, stamp in stamps.items() if stamp != name}
+
+
+def test_the_shared_writer_stamps_a_file_with_its_name(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    path = common.write_result("retrieval_lihua_example", {"methods": {}})
+    assert json.loads(path.read_text(encoding="utf-8"))["benchmark"] == path.stem == "retrieval_lihua_example"
+
+
+def test_no_answer_cache_is_committed() -> None:
+    listed = subprocess.run(["git", "ls-files", "benchmarks/results/cache"], cwd=common.ROOT,
+                            capture_output=True, text=True, check=False)
+    assert not listed.stdout.strip(), "benchmarks/results/cache/ is a local cache (ignored), not results"

@@ -206,7 +206,7 @@ def test_every_results_file_is_in_results_md() -> None:
 
 
 def test_new_and_changed_result_shapes_are_listed_not_fatal(tmp_path: Path) -> None:
-    for name in ("retrieval_lihua.json", "suite_lihua_dev.json"):
+    for name in ("retrieval_lihua.json", "suite_lihua_rpi4.json"):
         shutil.copy(results_md.RESULTS / name, tmp_path / name)
     retrieval = json.loads((tmp_path / "retrieval_lihua.json").read_text())
     retrieval["methods"]["ppr"] = retrieval["methods"]["vector"]
@@ -221,7 +221,7 @@ def test_new_and_changed_result_shapes_are_listed_not_fatal(tmp_path: Path) -> N
     assert "| ppr |" in text
     assert "### `load_test.json`" in text and "queries_per_s" in text and "| 13.5 |" in text
     assert "cannot read this shape" in text and "### `suite_lihua_new.json`" in text
-    assert "### LiHua-World, profile dev\n\n| method |" in text  # the good file of that section
+    assert "### LiHua-World, profile rpi4\n\n| method |" in text  # the good file of that section
     assert "### `broken.json`" in text and "JSONDecodeError" in text
 
 
