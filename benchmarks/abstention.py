@@ -17,8 +17,7 @@ import argparse
 
 from edge_rag import Settings
 
-from .answer_accuracy import _load_cache, cache_path
-from .common import markdown_table, write_result
+from .common import cache_path, load_cache, markdown_table, write_result
 from .datasets import DATASETS
 
 BOUND = 0.08
@@ -54,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     settings = Settings.load(None, slm=args.slm or Settings().slm)
     queries = sorted(DATASETS["lihua"].queries(), key=lambda q: int(q["id"]))
-    cache = _load_cache(cache_path("lihua", settings.slm, args.method, settings))
+    cache = load_cache(cache_path("lihua", settings.slm, args.method, settings))
     missing = [q["id"] for q in queries if q["id"] not in cache]
     if missing:
         raise SystemExit(f"{len(missing)} answers not cached: run benchmarks.answer_accuracy first")

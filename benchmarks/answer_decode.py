@@ -19,9 +19,8 @@ from dataclasses import replace
 
 from edge_rag import Settings
 
-from .answer_accuracy import is_correct, open_benchmark_index, stratified
-from .common import markdown_table, write_result
-from .datasets import DATASETS
+from .common import is_correct, markdown_table, stratified, write_result
+from .datasets import DATASETS, open_benchmark_index
 
 
 def measure(rag, question: str, method: str, draft_tokens: int) -> dict:

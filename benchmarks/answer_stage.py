@@ -19,9 +19,8 @@ import time
 from edge_rag import Settings
 from edge_rag.answer import Answerer
 
-from .answer_accuracy import judge, open_benchmark_index, stratified
-from .common import markdown_table, percentiles, write_result
-from .datasets import DATASETS
+from .common import judge, markdown_table, percentiles, stratified, write_result
+from .datasets import DATASETS, open_benchmark_index
 
 STAGES = ("plain", "focused")
 

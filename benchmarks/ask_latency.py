@@ -29,7 +29,7 @@ def child(dataset_name: str, method: str, limit: int, overrides: dict) -> list[d
     """Every question answered by the runtime first on ``sys.path``; one row per question."""
     from edge_rag import EdgeRAG, Settings
 
-    from .answer_accuracy import stratified
+    from .common import stratified
     from .datasets import DATASETS
 
     dataset = DATASETS[dataset_name]

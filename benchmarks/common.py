@@ -1,17 +1,27 @@
-"""Shared pieces of the benchmark scripts: datasets, evidence matching, tables, results."""
+"""The benchmarks' library: what the scripts share (data sets, evidence matching, answer judging
+and the answer cache, recall tables, results, the shared command-line options), so that no script
+imports another."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import re
 import resource
 import sqlite3
+import statistics
+import string
 import sys
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
+
+from edge_rag import EdgeRAG, Settings
+from edge_rag.prompts import FOCUSED_PROMPT_VERSION, PROMPT_VERSION
+from edge_rag.retrieve import RETRIEVAL_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "datasets"
@@ -20,6 +30,16 @@ LIHUA_ZIP = SHARED / "lihua-world" / "data" / "LiHuaWorld.zip"
 LIHUA_QUERIES = SHARED / "lihua-world" / "queries.dev.json"
 WIKI = SHARED / "2wikimultihopqa"
 TIMESTAMP = re.compile(r"(\d{8})_(\d{2}):?(\d{2})")
+MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|specif|say|include)"
+                     r"|no (?:information|mention)|does not (?:say|state)|cannot (?:be )?(?:determin|answer)"
+                     r"|unknown|not (?:available|known)")
+
+ANSWER_FIELDS = ("top_k", "context_token_budget", "answer_max_tokens", "slm_context_tokens")
+FOCUSED_FIELDS = ("answer_stage", "focus_tokens", "focus_max_new_tokens", "abstain_threshold",
+                  "no_threshold", "abstain_terms")
+GRAPH_FIELDS = ("graph_entities", "graph_relations", "lr_alpha", "tr_hops",
+                "graph_support_weight", "graph_support_spread", "keyword_extractor")
+CITATION = re.compile(r"\[\d+(?:,\s*\d+)*\]")
 
 
 def lihua_queries(path: Path = LIHUA_QUERIES) -> list[dict[str, Any]]:
@@ -177,3 +197,141 @@ def setting(item: str) -> tuple[str, object]:
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value
+
+
+# -- answers: judging and the answer cache (answer_accuracy, suite, planner_eval, ...) ------------
+
+def normalise(text: str) -> str:
+    """Lowercase, drop punctuation and articles, collapse spaces (the HotpotQA rules)."""
+    text = "".join(c for c in text.lower() if c not in set(string.punctuation))
+    return " ".join(w for w in text.split() if w not in {"a", "an", "the"})
+
+
+def is_correct(answer: str, gold: str, kind: str) -> bool:
+    """Normalised containment; Null questions need an explicit 'missing' answer.
+
+    Spaces are ignored in the containment test: LiHua-World writes names both as
+    "Yuriko Yamamoto" and "YurikoYamamoto", times as "2 PM" and "2pm".
+    """
+    if kind == "Null":
+        return MISSING.search(answer.lower()) is not None
+    return _compact(gold) in _compact(answer)
+
+
+def exact_match(answer: str, gold: str) -> bool:
+    """Normalised equality once citations like "[1]" are dropped."""
+    return normalise(CITATION.sub("", answer)) == normalise(gold)
+
+
+def token_f1(answer: str, gold: str) -> float:
+    """Token-overlap F1 of the normalised texts (the HotpotQA answer F1)."""
+    predicted, expected = normalise(answer).split(), normalise(gold).split()
+    common = sum(min(predicted.count(t), expected.count(t)) for t in set(expected))
+    if not common:
+        return 0.0
+    precision, recall = common / len(predicted), common / len(expected)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _compact(text: str) -> str:
+    return normalise(text).replace(" ", "")
+
+
+def stratified(queries: list[dict], limit: int | None) -> list[dict]:
+    """A fixed, type-stratified subset: every k-th query of each type in id order."""
+    if not limit or limit >= len(queries):
+        return queries
+    chosen = []
+    for kind in sorted({q["type"] for q in queries}):
+        # Length first: numeric ids in numeric order, hex ids in a fixed order.
+        group = sorted((q for q in queries if q["type"] == kind), key=lambda q: (len(q["id"]), q["id"]))
+        share = max(1, round(limit * len(group) / len(queries)))
+        step = len(group) / share
+        chosen += [group[int(i * step)] for i in range(share)]
+    return chosen
+
+
+def cache_path(dataset: str, slm: str, method: str, settings: Settings | None = None) -> Path:
+    """Where the answers of one data set, SLM and method (``-noweights`` suffix included) live.
+
+    The name carries a fingerprint of the settings that shape the prompt and the answer (for graph
+    methods also their ranking and ``RETRIEVAL_VERSION``), so that another profile or a changed
+    ranking never reuses stale answers.
+    """
+    tag = "" if dataset == "lihua" else f"{dataset}-"
+    settings = settings or Settings()
+    fields = ANSWER_FIELDS[2:] if method.startswith("none") else ANSWER_FIELDS
+    shape: list = [getattr(settings, f) for f in fields]
+    if method.split("-")[0] in ("local", "dual", "topology", "ppr"):
+        shape += [RETRIEVAL_VERSION, *(getattr(settings, f) for f in GRAPH_FIELDS)]
+    if settings.answer_stage != "plain":
+        # The plain stage keeps the fingerprint it always had, so its old answers stay valid.
+        shape += [FOCUSED_PROMPT_VERSION, *(getattr(settings, f) for f in FOCUSED_FIELDS)]
+    method += "-s" + hashlib.sha256(repr(shape).encode()).hexdigest()[:6]
+    return RESULTS / "cache" / f"answers-{tag}{slm}-{method}-p{PROMPT_VERSION}.jsonl"
+
+
+def answer_all(rag: EdgeRAG, dataset: str, queries: list[dict], method: str, slm: str) -> list[dict]:
+    """Answer (or take from the cache) and judge every query; the open index's settings apply."""
+    name = method + ("" if rag.settings.use_weights else "-noweights")
+    path = cache_path(dataset, slm, name, rag.settings)
+    cache = load_cache(path)
+    return [_answer(rag, q, method, cache, path) for q in queries]
+
+
+def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Path) -> dict:
+    if query["id"] not in cache:
+        answer = rag.ask(query["question"], method=method)
+        retrieve = sum(answer.retrieval.timings_ms.values()) if answer.retrieval else 0.0
+        cache[query["id"]] = {"id": query["id"], "answer": answer.text,
+                              "retrieve_ms": round(retrieve, 1),
+                              "prefill_ms": round(answer.timings.get("prefill", 0.0), 1),
+                              "decode_ms": round(answer.timings.get("decode", 0.0), 1),
+                              "prompt_tokens": answer.timings.get("prompt_tokens"),
+                              "cached_tokens": answer.timings.get("cached_tokens"),
+                              **{k: answer.details.get(k)
+                                 for k in ("form", "abstain", "unsupported", "p_abstain", "p_no")}}
+        with open(cache_path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(cache[query["id"]]) + "\n")
+        print(f"[{time.strftime('%H:%M:%S')}] {query['id']} {query['type']}: {answer.text[:80]!r}",
+              flush=True)
+    row = dict(cache[query["id"]])
+    row.update(type=query["type"], gold=query["answer"], **judge(query, row["answer"]))
+    row["f1"] = round(row["f1"], 4)
+    return row
+
+
+def judge(query: dict, answer: str) -> dict:
+    """``correct`` (containment), ``exact`` and ``f1`` of an answer against the gold or its aliases."""
+    golds = query.get("aliases", [query["answer"]])
+    return {"correct": any(is_correct(answer, g, query["type"]) for g in golds),
+            "exact": any(exact_match(answer, g) for g in golds),
+            "f1": max(token_f1(answer, g) for g in golds)}
+
+
+def load_cache(path: Path) -> dict:
+    """The cached answers of one file by query id (the folder is created, a missing file is empty)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file():
+        return {}
+    return {row["id"]: row for row in map(json.loads, path.read_text().splitlines()) if row}
+
+
+# -- retrieval recall (retrieval, folder_titles, graph_ablation) --------------------------------
+
+def evaluate_recall(rag: EdgeRAG, method: str, queries: list[dict], truth: Callable,
+                    ks: tuple[int, ...]) -> dict:
+    """recall@k per question type (and All) of one method over the queries, with latency p50/p95."""
+    hits: dict[str, dict[int, list[float]]] = {}
+    latencies = []
+    for query in queries:
+        start = time.perf_counter()
+        found = rag.retrieve(query["question"], method=method, top_k=2 * max(ks))
+        latencies.append((time.perf_counter() - start) * 1000)
+        for kind in (query["type"], "All"):
+            for k in ks:
+                hits.setdefault(kind, {}).setdefault(k, []).append(truth(found.chunks, query, k))
+    out = {kind: {"queries": len(v[ks[0]]), **{f"recall@{k}": round(statistics.mean(v[k]), 3) for k in ks}}
+           for kind, v in hits.items()}
+    out["latency_ms"] = percentiles(latencies)
+    return out

@@ -174,3 +174,11 @@ def build_record(index: Path) -> dict[str, Any]:
     """What building the index took (``seconds``, ``documents``, ``chunks``); empty if not recorded."""
     path = index / BUILD_RECORD
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def open_benchmark_index(dataset: Dataset, as_is: bool, **overrides: Any) -> EdgeRAG:
+    """The data set's index: completed first (``open_index``), or as it is (``as_is``)."""
+    if as_is:
+        return EdgeRAG.open(dataset.index_for(Settings.load(None, **overrides)), create=False,
+                            **overrides)
+    return open_index(dataset, **overrides)

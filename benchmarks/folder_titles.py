@@ -21,8 +21,7 @@ from pathlib import Path
 
 from edge_rag import EdgeRAG
 
-from .common import WIKI, markdown_table, wiki_queries, wiki_records, write_result
-from .retrieval import _evaluate
+from .common import WIKI, evaluate_recall, markdown_table, wiki_queries, wiki_records, write_result
 
 KS = (2, 5)
 
@@ -45,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                 titled = sum(isinstance(d.metadata.get("title"), str) for d in rag.documents())
                 result["builds"][name]["titled"] = titled
                 for method in methods:
-                    scores = _evaluate(rag, method, queries, _recall(title_of), KS)
+                    scores = evaluate_recall(rag, method, queries, _recall(title_of), KS)
                     result["methods"].setdefault(method, {})[name] = scores["All"]
     _print(result)
     print(f"wrote {write_result('folder_titles', result)}")

@@ -23,9 +23,8 @@ from pathlib import Path
 from edge_rag import EdgeRAG
 from edge_rag.store.vectors import VECTOR_FILES
 
-from .common import markdown_table, peak_rss_mb, write_result
+from .common import evaluate_recall, markdown_table, peak_rss_mb, write_result
 from .datasets import DATASETS, INDEXES
-from .retrieval import _evaluate
 
 METHODS = ("vector", "local", "dual", "topology", "ppr")
 RELATION_KINDS = ("talks about", "talks with", "mentions", "co-occur", "conversation on")
@@ -91,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             rows[name] = {"entities": counts.entities, "relations": counts.relations,
                           "similar_edges": counts.similar_edges}
             for method in methods:
-                rows[name][method] = _evaluate(rag, method, queries, truth, dataset.ks)["All"]["recall@5"]
+                found = evaluate_recall(rag, method, queries, truth, dataset.ks)
+                rows[name][method] = found["All"]["recall@5"]
         print(f"{name}: {rows[name]} ({time.perf_counter() - start:.0f} s)", flush=True)
     shutil.rmtree(target, ignore_errors=True)
     result = {"dataset": args.dataset, "queries": len(queries), "source": str(source),

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from edge_rag import Document, EdgeRAG
 
-from .answer_accuracy import is_correct
-from .common import LIHUA_ZIP, ROOT, lihua_queries, markdown_table, peak_rss_mb, write_result
+from .common import LIHUA_ZIP, ROOT, is_correct, lihua_queries, markdown_table, peak_rss_mb, write_result
 
 INDEXES = ROOT / "benchmarks" / ".indexes"
 GRAPH_TABLES = ("entity_mentions", "relation_mentions", "chunk_graph", "extractions", "entity_keys",

@@ -80,7 +80,7 @@ def run_variant(variant: str, method: str) -> list[dict]:
 
 def summary(rows: list[dict]) -> dict:
     """Followed share over the planted cases (overall and by style), right share over all cases."""
-    from .answer_accuracy import is_correct
+    from .common import is_correct
 
     by_id = {c["id"]: c for c in cases()}
     for row in rows:

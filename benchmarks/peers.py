@@ -43,17 +43,18 @@ from typing import Any
 
 from edge_rag import Document, EdgeRAG, Settings
 
-from .answer_accuracy import judge, stratified
 from .common import (
     RESULTS,
     ROOT,
     document_timestamp,
+    judge,
     markdown_table,
     peak_rss_mb,
     percentiles,
     pyplot,
     save_figure,
     stored_files,
+    stratified,
     write_result,
 )
 from .datasets import DATASETS

@@ -46,8 +46,16 @@ from edge_rag.plan import LABELS, METHOD_OF_LABEL, NamesPlanner, QuestionProbes,
 from edge_rag.plan.rules import rule_label
 from edge_rag.questions import query_terms
 
-from .answer_accuracy import _load_cache, cache_path, judge, stratified
-from .common import RESULTS, markdown_table, percentiles, write_result
+from .common import (
+    RESULTS,
+    cache_path,
+    judge,
+    load_cache,
+    markdown_table,
+    percentiles,
+    stratified,
+    write_result,
+)
 from .datasets import DATASETS
 
 
@@ -186,7 +194,7 @@ def _limits(text: str) -> dict[str, int]:
 
 def _table3(name: str, rows: list[dict], plans: list[tuple[str, str]], limit: int, slm: str) -> dict:
     subset = stratified(DATASETS[name].queries(), limit)
-    answers = {m: _load_cache(cache_path(name, slm, m)) for m in METHOD_OF_LABEL.values()}
+    answers = {m: load_cache(cache_path(name, slm, m)) for m in METHOD_OF_LABEL.values()}
     plan_of = {r["id"]: plans[i] for i, r in enumerate(rows) if r["dataset"] == name}
     judged = {m: [_judge(q, answers[m].get(q["id"])) for q in subset] for m in answers}
     _warn_missing(name, limit, judged)

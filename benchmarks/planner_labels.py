@@ -36,8 +36,7 @@ from edge_rag.plan import LABELS, METHOD_OF_LABEL
 from edge_rag.plan.features import FEATURE_VERSION, cheap_features
 from edge_rag.retrieve import Retrieval
 
-from .answer_accuracy import answer_all, normalise
-from .common import ROOT, markdown_table, write_result
+from .common import ROOT, answer_all, markdown_table, normalise, write_result
 from .datasets import DATASETS, Dataset, open_index
 
 LABELS_FILE = ROOT / "export" / "planner_labels.jsonl"

@@ -20,13 +20,11 @@ embedded serves vector and ppr, which do not read them).
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
-from collections.abc import Callable
 
 from edge_rag import EdgeRAG
 
-from .common import markdown_table, peak_rss_mb, percentiles, write_result
+from .common import evaluate_recall, markdown_table, peak_rss_mb, write_result
 from .datasets import DATASETS, open_index
 
 METHODS = ("vector", "local", "dual", "topology", "ppr", "titles", "auto")
@@ -52,28 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     for method, weights in [(m, True) for m in methods] + [(m, False) for m in ablated]:
         name = method if weights else f"{method} -weights"
         with EdgeRAG.open(dataset.index, create=False, use_weights=weights) as rag:
-            rows[name] = _evaluate(rag, method, queries, truth, dataset.ks)
+            rows[name] = evaluate_recall(rag, method, queries, truth, dataset.ks)
     result = {"dataset": args.dataset, "note": dataset.note, "queries": len(queries), "build": build,
               "methods": rows, "peak_rss_mb": round(peak_rss_mb(), 1)}
     _print(result, dataset.ks)
     write_result(f"retrieval_{args.dataset}" + (f"_{'_'.join(methods)}" if args.methods else ""), result)
     return 0
-
-
-def _evaluate(rag: EdgeRAG, method: str, queries: list[dict], truth: Callable, ks: tuple[int, ...]) -> dict:
-    hits: dict[str, dict[int, list[float]]] = {}
-    latencies = []
-    for query in queries:
-        start = time.perf_counter()
-        found = rag.retrieve(query["question"], method=method, top_k=2 * max(ks))
-        latencies.append((time.perf_counter() - start) * 1000)
-        for kind in (query["type"], "All"):
-            for k in ks:
-                hits.setdefault(kind, {}).setdefault(k, []).append(truth(found.chunks, query, k))
-    out = {kind: {"queries": len(v[ks[0]]), **{f"recall@{k}": round(statistics.mean(v[k]), 3) for k in ks}}
-           for kind, v in hits.items()}
-    out["latency_ms"] = percentiles(latencies)
-    return out
 
 
 def _stats(rag: EdgeRAG) -> dict:

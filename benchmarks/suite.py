@@ -36,15 +36,18 @@ from edge_rag.budget import estimate_memory, fit_to_budget
 from edge_rag.errors import MemoryBudgetExceeded
 from edge_rag.retrieve import GRAPH_METHODS
 
-from .answer_accuracy import _load_cache, answer_all, cache_path, stratified
 from .common import (
     RESULTS,
+    answer_all,
+    cache_path,
+    load_cache,
     markdown_table,
     method_footprint,
     peak_rss_mb,
     percentiles,
     pyplot,
     save_figure,
+    stratified,
     write_result,
 )
 from .datasets import DATASETS, Dataset, build_record, open_index
@@ -148,7 +151,7 @@ def _announce(args: argparse.Namespace, settings: Settings, queries: list[dict],
         if method == "auto":
             continue
         name = method + ("" if weights else "-noweights")
-        cached = _load_cache(cache_path(args.dataset, settings.slm, name, settings))
+        cached = load_cache(cache_path(args.dataset, settings.slm, name, settings))
         new += sum(q["id"] not in cached for q in queries)
     per_answer = SECONDS_PER_ANSWER * (0.25 + 0.75 * settings.context_token_budget / 1024)
     minutes = (new * per_answer + len(queries) * len(runs) * 0.5 + (0 if new else 20)) / 60
