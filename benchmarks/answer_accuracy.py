@@ -32,6 +32,7 @@ from .common import (
     is_correct,
     load_cache,
     markdown_table,
+    options,
     peak_rss_mb,
     percentiles,
     stratified,
@@ -113,17 +114,14 @@ QUOTE_MARK = ' — "'
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
+    shared = options(dataset="lihua", limit=None, limit_help="type-stratified subset size", as_is=True)
+    parser = argparse.ArgumentParser(parents=[shared], description=__doc__.split("\n")[0])
     parser.add_argument("--slm", default=None,
                         help=f"exported SLM folder name (default: the profile's, {Settings().slm})")
     parser.add_argument("--method", default="vector", help="retrieval method")
-    parser.add_argument("--limit", type=int, default=None, help="type-stratified subset size")
     parser.add_argument("--type", default=None, help="only queries of this type (Single, Multi, Null)")
     parser.add_argument("--stage", default=None, choices=("focused", "plain"),
                         help="answer stage (default: the profile's answer_stage)")
-    parser.add_argument("--as-is", action="store_true",
-                        help="use the benchmark index as it is (index nothing, embed nothing)")
     parser.add_argument("--no-weights", dest="use_weights", action="store_false",
                         help="the -Weights ablation (use_weights=false)")
     return parser

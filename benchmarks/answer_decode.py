@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from edge_rag import Settings
 
-from .common import is_correct, markdown_table, stratified, write_result
+from .common import is_correct, markdown_table, options, stratified, write_result
 from .datasets import DATASETS, open_benchmark_index
 
 
@@ -82,12 +82,11 @@ def _summary(rows: list[dict], mode: str) -> dict:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    shared = options(dataset="lihua", limit=60, limit_help="type-stratified dev questions")
+    parser = argparse.ArgumentParser(parents=[shared], description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--dataset", choices=sorted(DATASETS), default="lihua")
     parser.add_argument("--slm", help="model folder name (default: the profile's SLM)")
     parser.add_argument("--method", default="vector", help="retrieval method")
-    parser.add_argument("--limit", type=int, default=60, help="type-stratified dev questions")
     parser.add_argument("--draft-tokens", type=int, default=3, help="prompt-lookup draft length")
     return parser
 

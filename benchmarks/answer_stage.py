@@ -19,7 +19,7 @@ import time
 from edge_rag import Settings
 from edge_rag.answer import Answerer
 
-from .common import judge, markdown_table, percentiles, stratified, write_result
+from .common import judge, markdown_table, options, percentiles, stratified, write_result
 from .datasets import DATASETS, open_benchmark_index
 
 STAGES = ("plain", "focused")
@@ -75,14 +75,11 @@ def _summary(rows: list[dict]) -> dict:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
+    shared = options(dataset="lihua", as_is=True, limit=40, limit_help="type-stratified subset size")
+    parser = argparse.ArgumentParser(parents=[shared], description=__doc__.split("\n")[0])
     parser.add_argument("--slm", default=None,
                         help=f"exported SLM folder name (default: the profile's, {Settings().slm})")
-    parser.add_argument("--as-is", action="store_true",
-                        help="use the benchmark index as it is (index nothing, embed nothing)")
     parser.add_argument("--method", default="vector", help="retrieval method")
-    parser.add_argument("--limit", type=int, default=40, help="type-stratified subset size")
     parser.add_argument("--block", type=int, default=10, help="questions per stage turn")
     return parser
 

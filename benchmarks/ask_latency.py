@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from .common import ROOT, markdown_table, setting, write_result
+from .common import ROOT, markdown_table, options, setting, write_result
 
 
 def child(dataset_name: str, method: str, limit: int, overrides: dict) -> list[dict]:
@@ -97,11 +97,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    shared = options(dataset="lihua", limit=60, limit_help="type-stratified dev questions")
+    parser = argparse.ArgumentParser(parents=[shared], description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--dataset", default="lihua")
     parser.add_argument("--method", default="vector", help="retrieval method")
-    parser.add_argument("--limit", type=int, default=60, help="type-stratified dev questions")
     parser.add_argument("--variants", nargs="+", default=["now", "now,draft_tokens=0"],
                         help="now or a commit, then ,FIELD=VALUE settings overrides")
     parser.add_argument("--child", nargs="*", default=None, help=argparse.SUPPRESS)

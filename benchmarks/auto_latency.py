@@ -27,7 +27,7 @@ import numpy as np
 from edge_rag import EdgeRAG, Settings
 from edge_rag.config import PLANNERS
 
-from .common import markdown_table, write_result
+from .common import markdown_table, options, write_result
 from .datasets import DATASETS
 
 METHODS = ("vector", "ppr", "auto")
@@ -93,11 +93,12 @@ def _print(result: dict) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.auto_latency", description=__doc__,
+    shared = options(limit=None, limit_help="only the first N questions")
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.auto_latency",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default="lihua,2wiki", help="comma-separated data sets")
     parser.add_argument("--repeats", type=int, default=3, help="rounds per question (median counts)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--planner", default=Settings().planner, choices=PLANNERS, help="auto's planner")
     return parser
 

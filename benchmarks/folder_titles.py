@@ -21,7 +21,7 @@ from pathlib import Path
 
 from edge_rag import EdgeRAG
 
-from .common import WIKI, evaluate_recall, markdown_table, wiki_queries, wiki_records, write_result
+from .common import WIKI, evaluate_recall, markdown_table, options, wiki_queries, wiki_records, write_result
 
 KS = (2, 5)
 
@@ -87,10 +87,11 @@ def _print(result: dict) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.folder_titles", description=__doc__,
+    shared = options(limit=None, limit_help="only the first N dev queries")
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.folder_titles",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--methods", default="vector,ppr", help="comma-separated retrieval methods")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N dev queries")
     parser.add_argument("--work", default=None, help="scratch folder (default: the system's)")
     return parser
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from edge_rag import EdgeRAG
 from edge_rag.store.vectors import VECTOR_FILES
 
-from .common import evaluate_recall, markdown_table, peak_rss_mb, write_result
+from .common import evaluate_recall, markdown_table, options, peak_rss_mb, write_result
 from .datasets import DATASETS, INDEXES
 
 METHODS = ("vector", "local", "dual", "topology", "ppr")
@@ -104,13 +104,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.graph_ablation", description=__doc__,
+    shared = options(dataset="lihua", limit=None, limit_help="only the first N queries")
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.graph_ablation",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
     parser.add_argument("--source", default=None, help="a complete index to copy (default: the data set's)")
     parser.add_argument("--variants", default=None, help=f"comma-separated subset of {','.join(VARIANTS)}")
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N queries")
     return parser
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from edge_rag import Settings
 
-from .common import peak_rss_mb, rss_mb, write_result
+from .common import options, peak_rss_mb, rss_mb, write_result
 from .datasets import DATASETS, INDEXES, Dataset, open_index
 
 
@@ -106,10 +106,9 @@ def _cpu_seconds() -> float:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="2wiki", choices=sorted(DATASETS))
+    shared = options(dataset="2wiki", limit=0, limit_help="index only the first N documents")
+    parser = argparse.ArgumentParser(parents=[shared], description=__doc__.split("\n")[0])
     parser.add_argument("--rebuild", action="store_true", help="delete the index first")
-    parser.add_argument("--limit", type=int, default=0, help="index only the first N documents")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser
 

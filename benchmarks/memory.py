@@ -20,7 +20,7 @@ import time
 from edge_rag import EdgeRAG, Settings
 from edge_rag.budget import MemoryEstimate, estimate_memory
 
-from .common import RESULTS, markdown_table, peak_rss_mb, write_result
+from .common import RESULTS, markdown_table, options, peak_rss_mb, write_result
 from .datasets import DATASETS, open_index
 
 PROFILES = ("dev", "rpi4", "rpi5", "jetson-orin-nano", "rpi-zero-2w")
@@ -76,9 +76,10 @@ def _child(args: argparse.Namespace) -> dict:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.memory", description=__doc__,
+    shared = options(dataset="lihua")
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.memory",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
     parser.add_argument("--profiles", default=",".join(PROFILES), help="comma-separated (default: all)")
     parser.add_argument("--methods", default="vector,dual,topology", help="comma-separated")
     parser.add_argument("--questions", type=int, default=2, help="fresh answers per run (default: 2)")

@@ -24,7 +24,7 @@ import time
 
 from edge_rag import EdgeRAG
 
-from .common import evaluate_recall, markdown_table, peak_rss_mb, write_result
+from .common import evaluate_recall, markdown_table, options, peak_rss_mb, write_result
 from .datasets import DATASETS, open_index
 
 METHODS = ("vector", "local", "dual", "topology", "ppr", "titles", "auto")
@@ -75,13 +75,12 @@ def _print(result: dict, ks: tuple[int, ...]) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval", description=__doc__,
+    shared = options(dataset="lihua", limit=None, limit_help="only the first N queries", as_is=True)
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.retrieval",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
-    parser.add_argument("--limit", type=int, default=None, help="only the first N queries")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--methods", default=None, help=f"comma-separated subset of {','.join(METHODS)}")
-    parser.add_argument("--as-is", action="store_true", help="use the index as it is (index nothing)")
     parser.add_argument("--no-ablation", action="store_true", help="skip the no-weights runs")
     return parser
 

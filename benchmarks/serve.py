@@ -42,7 +42,7 @@ from typing import Any
 
 from edge_rag import EdgeRAG
 
-from .common import RESULTS, ROOT, markdown_table, percentiles, write_result
+from .common import RESULTS, ROOT, markdown_table, options, percentiles, write_result
 from .datasets import DATASETS, open_index
 
 RSS_MARGIN_MB = 60
@@ -271,9 +271,10 @@ def _say(text: str) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.serve", description=__doc__,
+    shared = options(profile="dev")
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.serve",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile", default="dev", help="device profile (default: %(default)s)")
     parser.add_argument("--seconds", type=float, default=60.0, help="load duration (default: %(default)s)")
     parser.add_argument("--chat", type=int, default=4, help="chat clients (default: %(default)s)")
     parser.add_argument("--retrieve", type=int, default=8, help="retrieve clients (default: %(default)s)")

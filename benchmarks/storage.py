@@ -21,7 +21,16 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from .common import RESULTS, markdown_table, method_footprint, pyplot, save_figure, stored_files, write_result
+from .common import (
+    RESULTS,
+    markdown_table,
+    method_footprint,
+    options,
+    pyplot,
+    save_figure,
+    stored_files,
+    write_result,
+)
 from .datasets import DATASETS
 
 METHODS = ("vector", "local", "dual", "topology", "ppr")
@@ -91,9 +100,10 @@ def _plot(dataset: str, sides: dict[str, dict], path: Path) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.storage", description=__doc__,
+    shared = options(dataset="lihua")
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.storage",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
     parser.add_argument("--old", default=None, help="a schema-2 index directory")
     parser.add_argument("--old-results", default=None, help="its retrieval results file (in results/)")
     parser.add_argument("--keep", action="store_true", help="keep the sides recorded in the JSON")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from edge_rag.store.sqlite import DB_FILE
 
-from .common import write_result
+from .common import options, write_result
 from .datasets import DATASETS
 
 MIB = 2**20
@@ -85,8 +85,8 @@ def _vacuumed_size(source: Path, steps: list[str]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
+    shared = options(dataset="lihua")
+    parser = argparse.ArgumentParser(parents=[shared], description=__doc__.split("\n")[0])
     return parser
 
 

@@ -43,6 +43,7 @@ from .common import (
     load_cache,
     markdown_table,
     method_footprint,
+    options,
     peak_rss_mb,
     percentiles,
     pyplot,
@@ -232,11 +233,10 @@ def _plot(result: dict, path: Path) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.suite", description=__doc__,
+    shared = options(profile="dev", dataset="lihua", limit=60, limit_help="type-stratified query subset")
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.suite",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile", default="dev", help="device profile (default: %(default)s)")
-    parser.add_argument("--dataset", default="lihua", choices=sorted(DATASETS))
-    parser.add_argument("--limit", type=int, default=60, help="type-stratified query subset (default: 60)")
     parser.add_argument("--queries", help="a query file of the LiHua-World format instead of the data set's")
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated (default: all)")
     parser.add_argument("--no-ablation", action="store_true", help="skip the -weights rows")

@@ -18,6 +18,7 @@ from .common import (
     document_timestamp,
     lihua_queries,
     markdown_table,
+    options,
     peak_rss_mb,
     percentiles,
     write_result,
@@ -94,9 +95,9 @@ def _print(result: dict) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    shared = options(profile=None)
+    parser = argparse.ArgumentParser(parents=[shared], description=__doc__.split("\n")[0])
     parser.add_argument("--index", help="folder for the benchmark index (default: a temp folder)")
-    parser.add_argument("--profile", default=None, help="device profile name or TOML path")
     parser.add_argument("--chunk-tokens", type=int, default=None)
     parser.add_argument("--chunk-overlap", type=int, default=None)
     parser.add_argument("--rebuild", action="store_true", help="delete and rebuild the index")
