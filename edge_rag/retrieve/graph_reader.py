@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -74,10 +74,10 @@ class Relation:
 
     def to_dict(self, names: dict[int, str]) -> RelationHit:
         """JSON-ready form with entity names."""
-        return RelationHit(id=self.id, kind=self.kind, source_id=self.source_id, target_id=self.target_id,
-                           weight=self.weight, score=self.score, keywords=self.keywords,
-                           description=self.description, rank=round(self.rank, 6),
-                           source=names.get(self.source_id, ""), target=names.get(self.target_id, ""))
+        data = asdict(self)
+        data.update(source=names.get(self.source_id, ""), target=names.get(self.target_id, ""),
+                    rank=round(self.rank, 6))
+        return data
 
 
 class GraphReader:

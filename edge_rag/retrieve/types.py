@@ -28,21 +28,9 @@ class EntityHit(TypedDict):
     score: float
 
 
-class RelationHit(TypedDict):
-    """A graph edge a graph method chose (``graph_reader.Relation.to_dict``), JSON-ready with the
-    names of its ends."""
-
-    id: int
-    kind: str
-    source_id: int
-    target_id: int
-    weight: float | None
-    score: float | None
-    keywords: str
-    description: str
-    rank: float
-    source: str
-    target: str
+# A relation as a graph method returns it: ``graph_reader.Relation``'s fields as JSON, with the names
+# of its two ends (``source``, ``target``); its record type is ``Relation``, this is its JSON form.
+RelationHit = dict[str, Any]
 
 
 @dataclass
