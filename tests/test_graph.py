@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,7 @@ from edge_rag.index.graph_builder import weight
 from edge_rag.store import IndexStore, VectorIndex
 from edge_rag.store.codec import decode
 from edge_rag.store.schema import SCHEMA_VERSION
-from tests.conftest import LIHUA_ZIP, SMALL_SLM
+from tests.conftest import DEMO_CHATS, SMALL_SLM
 
 # Crafted chats in which the same people are written in several ways.
 CRAFTED = {
@@ -245,14 +244,13 @@ def test_stats_and_neighbourhood_export(tmp_path: Path, model_folder) -> None:
 
 
 def _lihua_texts(count: int) -> dict[str, str]:
-    with zipfile.ZipFile(LIHUA_ZIP) as archive:
-        names = sorted(n for n in archive.namelist() if "/week3/" in n and n.endswith(".txt"))
-        return {Path(n).name: archive.read(n).decode("utf-8") for n in names[:count]}
+    paths = sorted((DEMO_CHATS / "week3").glob("*.txt"))[:count]
+    return {path.name: path.read_text(encoding="utf-8") for path in paths}
 
 
-# Without the data set the property below would compare an empty graph with an empty graph and
+# Without the chats the property below would compare an empty graph with an empty graph and
 # pass; the test fails instead (the hypothesis strategy needs the count at import time).
-LIHUA = _lihua_texts(8) if LIHUA_ZIP.is_file() else {}
+LIHUA = _lihua_texts(8)
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
@@ -261,7 +259,7 @@ def test_insert_then_delete_gives_the_graph_of_what_remains(tmp_path_factory, mo
                                                            split: list[bool]) -> None:
     """Property: insert A, insert B, delete B gives the same graph as inserting A alone."""
     if len(LIHUA) != 8:
-        pytest.fail(f"LiHua-World is missing at {LIHUA_ZIP}: this property needs 8 real chats")
+        pytest.fail(f"the demo chats are missing at {DEMO_CHATS}: this property needs 8 real chats")
     first = [n for n, in_a in zip(LIHUA, split) if in_a]
     second = [n for n, in_a in zip(LIHUA, split) if not in_a]
     base = tmp_path_factory.mktemp("property")
