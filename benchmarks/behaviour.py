@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "dump":
         return dump(Path(args.out), args.answers, args.questions, args.work)
-    return compare(Path(args.old), Path(args.new), args.name)
+    return compare(Path(args.old), Path(args.new), args.name, args.labels.split(","))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     both.add_argument("old")
     both.add_argument("new")
     both.add_argument("--name", default="behaviour_issue47")
+    both.add_argument("--labels", default="old,new", help="what OLD and NEW are (e.g. two commits)")
     return parser
 
 
@@ -146,7 +147,7 @@ def spoken(answer: Any) -> dict[str, Any]:
             "withheld": answer.withheld, "details": _jsonable(answer.details)}
 
 
-def compare(old: Path, new: Path, name: str) -> int:
+def compare(old: Path, new: Path, name: str, labels: list[str]) -> int:
     """Side by side per part: rows, digests, identical or not; exit 1 on any difference."""
     before, after = (json.loads(p.read_text(encoding="utf-8")) for p in (old, new))
     parts = []
@@ -155,7 +156,7 @@ def compare(old: Path, new: Path, name: str) -> int:
                 if isinstance(before.get(part), dict) else [""]:
             a, b = (_part(d, part, key) for d in (before, after))
             parts.append({"part": f"{part}/{key}".rstrip("/"), "old": _digest(a), "new": _digest(b),
-                          "items": len(a) if isinstance(a, list) else 1, "identical": a == b})
+                          "items": _items(a), "identical": a == b})
     for row in parts:
         print(f"{row['part']:<28} {row['items']:>5}  {row['old']}  {row['new']}  "
               f"{'identical' if row['identical'] else 'DIFFERENT'}")
@@ -163,13 +164,23 @@ def compare(old: Path, new: Path, name: str) -> int:
     sys.path.insert(0, str(ROOT))
     from benchmarks.common import write_result
 
-    print(f"wrote {write_result(name, {'identical': same, 'parts': parts})}")
+    payload = {"old": labels[0], "new": labels[-1], "identical": same, "parts": parts,
+               "command": "python benchmarks/behaviour.py dump OUT.json (each checkout on PYTHONPATH), "
+                          "then python -m benchmarks.behaviour compare OLD.json NEW.json"}
+    print(f"wrote {write_result(name, payload)}")
     return 0 if same else 1
 
 
 def _part(dump: dict[str, Any], part: str, key: str) -> Any:
     value = dump.get(part)
     return value.get(key) if key and isinstance(value, dict) else value
+
+
+def _items(value: Any) -> int:
+    """Questions of a retrieval or answer part, rows of a table, 1 for a figure."""
+    if isinstance(value, dict) and "rows" in value:
+        return int(value["rows"])
+    return len(value) if isinstance(value, list) else 1
 
 
 def _digest(value: Any) -> str:
