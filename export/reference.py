@@ -206,7 +206,6 @@ def verify_layerwise(weights: Weights, quantized_dir: Path, max_new: int = 24) -
     ids = reference.greedy(prompts, lambda p, n: quantized_greedy(slm, p, n), max_new, slm.stop_ids)
     pairs = [(slm.tokenizer.decode(i, skip_special_tokens=True).strip(), q) for i, q in zip(ids, quantized)]
     log(f"fp32 answers in {reference.passes} layer-by-layer passes")
-    del slm
     judge_agreement(pairs, quantized_dir)
     return pairs
 
