@@ -9,7 +9,11 @@ GGUF through llama-cpp-python built on this machine (``pip install 'edge-rag[lla
 llama.cpp for this CPU, about 9 minutes on 2 cores), the speed bar: ``decode_vs_llama`` and
 ``prefill_vs_llama`` divide a row's speed by llama.cpp's at the same prompt length in the same
 run. (The prebuilt node-llama-cpp binaries used before issue 44 run llama.cpp about 1.7x
-slower than this native build, which made edge-rag look 2.2x faster instead of 1.2-1.4x.)
+slower than this native build, which made edge-rag look 2.2x faster instead of 1.2-1.4x.) On a
+virtual machine that advertises AMX without running it (this one: llama.cpp's AMX kernels die of
+SIGILL on ``tilezero``) build without it: ``CMAKE_ARGS="-DCMAKE_C_FLAGS='-mno-amx-tile
+-mno-amx-int8 -mno-amx-bf16' -DCMAKE_CXX_FLAGS='...the same...'" pip install --no-cache-dir
+--force-reinstall 'edge-rag[llama]'``; everything else stays native (AVX-512, VNNI).
 Any other variant names a model folder ``MODEL-VARIANT``. Each (model, variant) runs in its own
 process so that peak RSS is its own; within it the prompt lengths run shortest first, and the
 prompt text is built with the tokenizer alone. ``--repeats N`` measures the whole set N times,
