@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -84,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         table_rows.append(summarise(slm, measured[slm]))
     headers = list(table_rows[0])
     print(markdown_table(headers, [[r[h] for h in headers] for r in table_rows]))
-    payload = {"profile": args.profile, "method": args.method, "limit": args.limit, "rows": table_rows,
+    payload = {"profile": args.profile, "method": args.method, "limit": args.limit,
+               "load_average": [round(x, 1) for x in os.getloadavg()], "rows": table_rows,
                "answers": {slm: m["rows"] for slm, m in measured.items()}}
     print(f"wrote {write_result(f'board_slm_{args.profile}', payload)}")
     return 0

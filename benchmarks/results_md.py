@@ -428,6 +428,25 @@ def _export_memory_one(result: Result) -> str:
                                                        "command"], rows), *notes, _when(result)])
 
 
+def board_slm(results: list[Result]) -> str:
+    """Each board SLM's folder, answer prefill, peak RSS and the budget's estimate."""
+    return _each(_board_slm_one, results)
+
+
+def _board_slm_one(result: Result) -> str:
+    data = result.data
+    rows = [[r["slm"], _f(r["folder_mb"], 0), r["questions"], _f(r["prompt_tokens"], 0),
+             _f(r["prefill_s_median"], 2), _f(r["prefill_s_p90"], 2), _f(r["decode_s_median"], 2),
+             _f(r["ask_s_median"], 2), _f(r["peak_rss_mb"], 0), _f(r["estimate_mb"], 0),
+             _f(r["estimate_vs_peak"], 2)] for r in data["rows"]]
+    load = data.get("load_average")
+    return "\n\n".join([f"### profile {data['profile']}, `{data['method']}` (`{result.name}`)",
+                        table(["SLM", "folder MB", "questions", "prompt tokens", "prefill s (median)",
+                               "prefill s (p90)", "decode s", "answer s", "peak RSS MiB", "estimate MiB",
+                               "estimate / peak"], rows),
+                        f"load average during the run: {load}" if load else "", _when(result)])
+
+
 def memory(results: list[Result]) -> str:
     """Estimate against measured peak RSS, per profile and method."""
     return _each(_memory_one, results)
@@ -859,6 +878,12 @@ same run. Files before issue 44 (runtime "node-llama-cpp ... prebuilt", or rows 
 it about 1.7× slower than the native build on this CPU: their comparisons (2.2× on decode)
 overstate edge-rag's lead. Timings vary by about 15 % between runs on this machine.""",
             slm_speed, SLM_READING),
+    Section("Board SLMs", ("board_slm_*.json",), """\
+`python -m benchmarks.board_slm --limit N`: each SLM with the profile's settings (budget lifted) in
+its own process on the LiHua index, one warm-up answer, then N type-stratified dev questions
+through `ask`; prefill is the answer prompt's, peak RSS the process's VmHWM, the estimate
+`budget.py`'s for the same settings. Times depend on the machine's load (shared, 2 cores).""",
+            board_slm),
     Section("Export memory", ("export_memory_*.json",), """\
 `python -m benchmarks.export_memory --name MODEL --label RUN -- edge-rag export slm ...`: the
 export in its own process group under a watchdog that kills it above `--limit-gib` (8 here: the
