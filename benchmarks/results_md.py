@@ -797,8 +797,11 @@ objects but few relations, so on these chats the fast rules give the denser and 
 at about 1/200 of the time."""
 
 SLM_READING = """\
-Against llama.cpp's figures, int8 ONNX prefill is faster and decode slower (about 0.8× for Qwen,
-0.4× for SmolLM2): a small model pays the graph's fixed per-node cost on every token."""
+Against the native bar (issue 44, side by side on this machine, not yet in a results file here) the
+Qwen2.5-0.5B q4 graph decodes at 56–62 tok/s against llama.cpp's 43–47 (1.2–1.4×, not the 2.2×
+the prebuilt binaries suggested), prefills 1.4–2.1× as fast and peaks at 545 against 671 MiB. On
+this VM llama-cpp-python's default native build dies of SIGILL in llama.cpp's AMX kernels: build it
+without AMX (`benchmarks/slm_speed.py`'s docstring) before `--variants llama.cpp`."""
 
 MEMORY_READING = """\
 The estimate is on the safe side for Qwen2.5-0.5B (its weight file is counted whole, but the
