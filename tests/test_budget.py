@@ -80,4 +80,4 @@ def test_an_int8_kv_cache_counts_one_byte_a_value(tmp_path: Path) -> None:
         (folder / "model.onnx").write_bytes(b"")
         folders.append(folder)
     fp32, int8 = (slm_mb(f, 1024) for f in folders)
-    assert fp32 - int8 == pytest.approx(1024 * 2 * 30 * 3 * 64 * 3 / MIB)
+    assert fp32 - int8 == pytest.approx(1024 * 2 * 30 * 3 * 64 * 3 / MIB, abs=1e-3)  # manifests differ

@@ -19,6 +19,7 @@ from typing import Any
 from ..config import Settings, find_profile
 from ..errors import EdgeRagError
 from .folder import MANIFEST, ModelFolder
+from .slm import slm_hint
 
 BUNDLE_MANIFEST = "bundle.json"
 CHECKSUMS = "SHA256SUMS"
@@ -84,7 +85,8 @@ def make_bundle(profile: str | Path, out: Path, home: str | None = None, progres
 
 
 def _open(path: Path, role: str) -> ModelFolder:
-    return ModelFolder.open(path, f"{EXPORT_HINTS[role]} on the workstation first")
+    hint = slm_hint(path.name).split(" (needs")[0] if role == "slm" else EXPORT_HINTS[role]
+    return ModelFolder.open(path, f"{hint} on the workstation first")
 
 
 def _runtime_files(folder: ModelFolder) -> list[Path]:

@@ -11,6 +11,7 @@ Only onnxruntime, tokenizers and numpy. Two graph kinds, told apart by the manif
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,18 @@ from .session import new_session, session_options
 
 CANDIDATES = 64
 SLM_HINT = "run 'edge-rag export slm' (needs: pip install 'edge-rag[export]')"
+_FOLDER_NAME = re.compile(r"(.+?)-(?:q([48])(?:e([48]))?|int8)")
+
+
+def slm_hint(name: str) -> str:
+    """How to export the SLM folder ``name``: the command that writes it when its name says so
+    (``qwen2.5-coder-1.5b-q4``: ``edge-rag export slm qwen2.5-coder-1.5b --bits 4``)."""
+    match = _FOLDER_NAME.fullmatch(name)
+    if match is None:
+        return SLM_HINT
+    source, bits, embed = match.groups()
+    options = f"--bits {bits}" + (f" --embed-bits {embed}" if embed else "") if bits else "--graph optimum"
+    return f"run 'edge-rag export slm {source} {options}' (needs: pip install 'edge-rag[export]')"
 
 
 @dataclass
@@ -114,7 +127,7 @@ class SLM:
     @classmethod
     def from_path(cls, path: str | Path, threads: int = 0, context_tokens: int | None = None) -> SLM:
         """Load an exported SLM folder."""
-        return cls(ModelFolder.open(Path(path), SLM_HINT), threads, context_tokens)
+        return cls(ModelFolder.open(Path(path), slm_hint(Path(path).name)), threads, context_tokens)
 
     def interrupt(self) -> None:
         """Make the running model call (and every later one) fail at once: a server shutting down
