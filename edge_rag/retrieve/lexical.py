@@ -17,7 +17,7 @@ term.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +33,7 @@ class ChunkTerms:
     """Every chunk's BM25 term weights, term-major: the chunks of term ``t`` are
     ``positions[indptr[t]:indptr[t + 1]]`` with weights idf(t) · saturated tf."""
 
-    vocabulary: dict[str, int]
+    vocabulary: Mapping[str, int]
     indptr: np.ndarray
     positions: np.ndarray
     weights: np.ndarray

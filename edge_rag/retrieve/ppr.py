@@ -93,7 +93,7 @@ from .titles import TitleIndex
 from .types import Retrieval, RetrievedChunk
 
 if TYPE_CHECKING:
-    from ..store import ChunkRecord, GraphStore
+    from ..store import GraphStore
 
 DAMPING = 0.5
 SPECIFICITY = 0.5
@@ -137,12 +137,10 @@ class WalkGraph:
     @classmethod
     def from_store(cls, store: GraphStore, use_weights: bool = True) -> WalkGraph:
         """The graph of an open store, with its documents' title links (see ``titles.py``) and
-        its chunks' BM25 index (``lexical.py``)."""
-        arrays = store.walk.arrays()
-        ids = [int(c) for c in arrays.chunk_ids]
-        chunks = store.chunks(ids)
-        lexical = ChunkTerms.build([chunks[c].text if c in chunks else "" for c in ids])
-        return cls.build(arrays, use_weights, *_title_links(store, chunks), lexical=lexical)
+        its chunks' BM25 index (``lexical.py``), derived in memory (``walk_cache.derive``)."""
+        from .walk_cache import derive
+
+        return derive(store, use_weights)
 
     @classmethod
     def build(cls, arrays: GraphArrays, use_weights: bool = True, titles: TitleIndex | None = None,
@@ -416,23 +414,6 @@ def _part(nodes: np.ndarray, weights: list[float]) -> tuple[np.ndarray, np.ndarr
     values = np.asarray(weights, dtype=np.float64)
     keep = (nodes >= 0) & (values > 0)
     return (nodes[keep], values[keep]) if keep.any() else None
-
-
-TitleLinks = tuple[TitleIndex | None, tuple[np.ndarray, np.ndarray] | None]
-
-
-def _title_links(store: GraphStore, chunks: dict[int, ChunkRecord]) -> TitleLinks:
-    """The titled documents' index and every (chunk, titled first chunk) pair the texts name."""
-    titles = {d.id: d.metadata["title"] for d in store.documents()
-              if isinstance(d.metadata.get("title"), str)}
-    if not titles:
-        return None, None
-    first = {r.doc_id: r.id for r in sorted(chunks.values(), key=lambda r: r.ord, reverse=True)}
-    index = TitleIndex.build((title, first[doc]) for doc, title in titles.items() if doc in first)
-    pairs = [(r.id, target) for r in chunks.values() for target in index.find(r.text, capitalised=True)
-             if target != first.get(r.doc_id)]
-    ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    return index, (ends[:, 0], ends[:, 1])
 
 
 def _edges(arrays: GraphArrays, use_weights: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,0 +1,254 @@
+"""Scale: LiHua-World among distractors grown to 1×, 3×, 10× and 30× its size (issue 46).
+
+    python -m benchmarks.scale --build                 # build what is missing, then measure
+    python -m benchmarks.scale --sizes 1,3             # measure the indexes built so far
+    python -m benchmarks.scale --sizes 1 --queries 40  # fewer questions (a quick look)
+
+The corpora are ``scale_corpus.py``'s (LiHua first, then 2Wiki, HotpotQA and MultiHop-RAG texts,
+then generated chats), built stage by stage by ``scale_build.py`` (each size's build record:
+wall and CPU time, text KB/s of the stage, peak RSS, where the time went). Each index is then
+brought up to date by the step every build now ends with (``walk_cache.store_walk``: the walk's
+arrays written beside the index; timed as ``finalise_s``), and measured in fresh processes:
+
+- ``warm``: one process answers the LiHua dev questions (Null ones left out) by ``vector``,
+  ``ppr`` and ``auto`` after one warm-up question each: p50/p95 per method and recall@5 (the
+  question's evidence conversations among the top five chunks' documents; distractors never
+  count, whatever their date);
+- ``cold``: a new process opens the index and answers one ``ppr`` question: ``cold_first_s``
+  from open to answer (imports excluded), and the whole ``edge-rag retrieve --method ppr``
+  command's wall time and peak RSS (``retrieve_cli_*``);
+- ``ask``: the whole ``edge-rag ask`` command with the default profile: peak RSS and wall.
+
+Index bytes are every file of the index folder (SQLite, vector files, the walk's arrays) per KB
+of text. Writes ``scale.json`` and ``scale.png`` (the bench extra's matplotlib).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .common import (
+    ROOT,
+    document_timestamp,
+    lihua_queries,
+    markdown_table,
+    peak_rss_mb,
+    percentiles,
+    pyplot,
+    save_figure,
+    stored_files,
+    write_result,
+)
+from .scale_build import SIZES, index_of
+
+METHODS = ("vector", "ppr", "auto")
+COLD_QUESTION = "What time does Li Hua check in with Adam about moving in?"
+PYTHON = sys.executable
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build (when asked), measure every size that has an index, write the record."""
+    args = _parser().parse_args(argv)
+    if args.probe:
+        print(json.dumps(probe(args.probe, Path(args.index), args)))
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.build:
+        build(sizes)
+    rows = [measure(n, args) for n in sizes if (index_of(n) / "scale_build.json").is_file()]
+    if not rows:
+        print("no scale index built yet: python -m benchmarks.scale --build")
+        return 1
+    _add_ratios(rows)
+    result = {"command": "python -m benchmarks.scale " + " ".join(argv if argv is not None else sys.argv[1:]),
+              "queries": rows[0]["queries"], "sizes": rows}
+    print(markdown_table(*_table(rows)))
+    print(f"wrote {write_result(args.name, result)}")
+    plot(rows, args.name)
+    return 0
+
+
+def build(sizes: list[int]) -> None:
+    """Build each missing size from the one before it (``scale_build``), one process each."""
+    previous = 0
+    for times in SIZES:
+        if times > max(sizes):
+            break
+        if not (index_of(times) / "scale_build.json").is_file():
+            _run([PYTHON, "-m", "benchmarks.scale_build", str(times), str(previous)])
+        previous = times
+
+
+def measure(times: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Every figure of one size."""
+    index = index_of(times)
+    record = json.loads((index / "scale_build.json").read_text(encoding="utf-8"))
+    finalise = probe_process("finalise", index, args)
+    warm = probe_process("warm", index, args)
+    cold = probe_process("cold", index, args)
+    retrieve_cli = _cli(["retrieve", COLD_QUESTION, "--index", str(index), "--method", "ppr"])
+    ask_cli = _cli(["ask", COLD_QUESTION, "--index", str(index)]) if not args.no_ask else {}
+    files = stored_files(index, recursive=True)
+    files = {k: v for k, v in files.items() if not k.endswith(".json")}
+    row = {"times": times, "text_mb": round(record["text_bytes"] / 1e6, 2), "documents": record["documents"],
+           "chunks": record["chunks"], "entities": record["entities"], "relations": record["relations"],
+           "build": {k: record[k] for k in ("added_bytes", "seconds", "cpu_seconds", "kb_per_s",
+                                             "kb_per_cpu_s", "peak_rss_mb", "load", "where")},
+           "finalise_s": finalise["seconds"], "finalise_peak_rss_mb": finalise["peak_rss_mb"],
+           "index_bytes": sum(files.values()),
+           "index_bytes_per_kb": round(sum(files.values()) / (record["text_bytes"] / 1000), 1),
+           "walk_bytes": sum(v for k, v in files.items() if k.startswith("walk/")),
+           **warm, **cold, "retrieve_cli": retrieve_cli, "ask_cli": ask_cli}
+    print(json.dumps({k: v for k, v in row.items() if k not in ("build",)}))
+    return row
+
+
+def probe_process(mode: str, index: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``probe`` in a process of its own (its memory and its cold start are its own)."""
+    command = [PYTHON, "-m", "benchmarks.scale", "--probe", mode, "--index", str(index),
+               "--queries", str(args.queries)]
+    out = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=_env(), check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def probe(mode: str, index: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """One measurement inside this process: ``finalise``, ``warm`` or ``cold``."""
+    start = time.perf_counter()
+    from edge_rag import EdgeRAG
+
+    if mode == "finalise":
+        from edge_rag.retrieve.walk_cache import store_walk
+        from edge_rag.store import WriteLock
+
+        record = index / "finalise.json"
+        with EdgeRAG.open(index, create=False, progress=False) as rag, WriteLock(rag.directory):
+            if store_walk(rag.directory, rag.store) or not record.is_file():
+                done = {"seconds": round(time.perf_counter() - start, 2),
+                        "peak_rss_mb": round(peak_rss_mb(), 1)}
+                record.write_text(json.dumps(done) + "\n", encoding="utf-8")
+        return dict(json.loads(record.read_text(encoding="utf-8")))
+    if mode == "cold":
+        start = time.perf_counter()
+        with EdgeRAG.open(index, create=False, progress=False) as rag:
+            rag.retrieve(COLD_QUESTION, "ppr")
+            return {"cold_first_s": round(time.perf_counter() - start, 3),
+                    "cold_peak_rss_mb": round(peak_rss_mb(), 1)}
+    with EdgeRAG.open(index, create=False, progress=False) as rag:
+        return warm(rag, args.queries)
+
+
+def warm(rag: Any, limit: int) -> dict[str, Any]:
+    """Latency and recall@5 of every method over the LiHua dev questions with evidence."""
+    stamps = _lihua_stamps(rag)
+    questions = [q for q in lihua_queries() if q["evidence"]][: limit or None]
+    for method in METHODS:
+        rag.retrieve(questions[0]["question"], method)
+    timings: dict[str, list[float]] = {m: [] for m in METHODS}
+    recall: dict[str, list[float]] = {m: [] for m in METHODS}
+    for query in questions:
+        for method in METHODS:
+            rag.forget()
+            start = time.perf_counter()
+            found = rag.retrieve(query["question"], method, top_k=5)
+            timings[method].append(1000 * (time.perf_counter() - start))
+            docs = {stamps.get(c.doc_id) for c in found.chunks[:5]}
+            recall[method].append(len(docs & set(query["evidence"])) / len(query["evidence"]))
+    return {"queries": len(questions), "warm_peak_rss_mb": round(peak_rss_mb(), 1),
+            "latency_ms": {m: percentiles(timings[m]) for m in METHODS},
+            "recall_at_5": {m: round(sum(recall[m]) / len(recall[m]), 4) for m in METHODS}}
+
+
+def _lihua_stamps(rag: Any) -> dict[str, str | None]:
+    """Document id → ``Time:`` stamp, for LiHua-World's conversations only."""
+    rows = rag.store.conn.execute("SELECT id FROM documents WHERE source LIKE 'LiHuaWorld.zip/%'").fetchall()
+    return {doc: document_timestamp(rag.store.document_chunks(doc)[0].text) for (doc,) in rows}
+
+
+def _cli(args: list[str]) -> dict[str, Any]:
+    """Wall time and peak RSS of one ``edge-rag`` command (its own process)."""
+    start = time.perf_counter()
+    child = subprocess.Popen([PYTHON, "-m", "edge_rag.cli", *args], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, cwd=ROOT, env=_env())
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    error = child.stderr.read().decode("utf-8", "replace")[-300:] if child.stderr else ""
+    return {"wall_s": round(time.perf_counter() - start, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            "exit": child.returncode, **({"error": error} if child.returncode else {})}
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def _run(command: list[str]) -> None:
+    print("$", " ".join(command), flush=True)
+    subprocess.run(command, cwd=ROOT, env=_env(), check=True)
+
+
+def _add_ratios(rows: list[dict[str, Any]]) -> None:
+    base = rows[0]
+    for row in rows:
+        row["vs_first"] = {
+            "build_kb_per_cpu_s": round(row["build"]["kb_per_cpu_s"] / base["build"]["kb_per_cpu_s"], 3),
+            "index_bytes_per_kb": round(row["index_bytes_per_kb"] / base["index_bytes_per_kb"], 3),
+            "recall_at_5": {m: round(row["recall_at_5"][m] - base["recall_at_5"][m], 4) for m in METHODS}}
+
+
+def _table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    headers = ["size", "text MB", "build KB/s (CPU)", "build peak MiB", "bytes/KB", "ppr p50/p95 ms",
+               "vector p50", "auto p50", "cold first s", "retrieve MiB", "ask MiB",
+               "R@5 vector/ppr/auto"]
+    body = [[f"{r['times']}×", r["text_mb"], f"{r['build']['kb_per_s']} ({r['build']['kb_per_cpu_s']})",
+             r["build"]["peak_rss_mb"], r["index_bytes_per_kb"],
+             f"{r['latency_ms']['ppr']['p50']}/{r['latency_ms']['ppr']['p95']}",
+             r["latency_ms"]["vector"]["p50"], r["latency_ms"]["auto"]["p50"], r["cold_first_s"],
+             r["retrieve_cli"]["peak_rss_mb"], r["ask_cli"].get("peak_rss_mb", "-"),
+             "/".join(str(r["recall_at_5"][m]) for m in METHODS)] for r in rows]
+    return headers, body
+
+
+def plot(rows: list[dict[str, Any]], name: str) -> None:
+    """Four panels against the corpus size: latency, memory, build throughput, recall."""
+    plt = pyplot()
+    if plt is None:
+        return
+    x = [r["times"] for r in rows]
+    figure, axes = plt.subplots(2, 2, figsize=(10, 7))
+    for method in METHODS:
+        axes[0][0].plot(x, [r["latency_ms"][method]["p50"] for r in rows], marker="o", label=f"{method} p50")
+        axes[1][1].plot(x, [r["recall_at_5"][method] for r in rows], marker="o", label=method)
+    axes[0][1].plot(x, [r["retrieve_cli"]["peak_rss_mb"] for r in rows], marker="o", label="retrieve (ppr)")
+    axes[0][1].plot(x, [r["ask_cli"].get("peak_rss_mb", 0) for r in rows], marker="o", label="ask")
+    axes[0][1].plot(x, [r["build"]["peak_rss_mb"] for r in rows], marker="o", label="build stage")
+    axes[1][0].plot(x, [r["build"]["kb_per_cpu_s"] for r in rows], marker="o", label="KB per CPU second")
+    axes[1][0].plot(x, [r["build"]["kb_per_s"] for r in rows], marker="o", label="KB per second (wall)")
+    titles = ["warm latency (ms)", "peak RSS (MiB)", "build throughput of the stage", "LiHua dev recall@5"]
+    for axis, title in zip(sum(axes.tolist(), []), titles):
+        axis.set_xscale("log")
+        axis.set_xlabel("corpus size (× LiHua-World)")
+        axis.set_title(title)
+        axis.legend(fontsize=8)
+    save_figure(plt, figure, Path(__file__).parent / "results" / f"{name}.png")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES), help="e.g. 1,3,10,30")
+    parser.add_argument("--build", action="store_true", help="build the missing sizes first (long)")
+    parser.add_argument("--queries", type=int, default=0, help="only the first N dev questions (0: all)")
+    parser.add_argument("--no-ask", action="store_true", help="skip the edge-rag ask process")
+    parser.add_argument("--name", default="scale", help="results file name (default scale)")
+    parser.add_argument("--probe", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--index", default="", help=argparse.SUPPRESS)
+    return parser
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,235 @@
+"""The random walk's matrix, BM25 postings and title table: derived once, stored, mapped.
+
+``derive`` reads the graph and the chunk texts as a stream (a batch of chunks at a time) and
+gives the ``WalkGraph`` that ``ppr`` walks, with its title index and BM25 index
+(``titles.py``, ``lexical.py``). The writer calls ``store_walk`` at the end of every insert,
+delete and sync: the arrays go to ``walk/`` beside the index (``store/walk_files.py``).
+``open_walk`` maps them read-only when they are current, so the first ``ppr`` query of a process
+pays for no derivation, and resident memory holds only the pages its walk touches. The title
+and term dictionaries become sorted string tables searched in the mapped files.
+
+An encrypted index stores nothing (the words would be in the clear) and derives in memory, as
+does the "-Weights" ablation (``use_weights=False``), which the stored arrays do not describe.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..lexicon import index_terms
+from ..store import walk_files
+from ..store.walk_files import StringTable
+from .lexical import K1, B, ChunkTerms
+from .titles import TitleIndex
+
+if TYPE_CHECKING:
+    from ..store import GraphStore
+    from .ppr import WalkGraph
+
+GENERATION_KINDS = ("chunk", "entity", "relation")
+GRAPH_ARRAYS = ("entity_ids", "chunk_ids", "indptr", "indices", "data", "entity_chunks")
+TERM_ARRAYS = ("lex_indptr", "lex_positions", "lex_weights", "lex_idf")
+FLUSH = 2048
+
+
+def derive(store: GraphStore, use_weights: bool = True) -> WalkGraph:
+    """The walk graph of the index as it is now, from one consistent read of it."""
+    from .ppr import WalkGraph
+
+    with store.walk.snapshot():
+        arrays = store.walk.arrays()
+        first = store.walk.first_chunks()
+        titled = store.walk.titles()
+        index = TitleIndex.build((t, first[d]) for d, t in titled.items() if d in first) if titled else None
+        terms, pairs = TermCounts(), list[tuple[int, int]]()
+        for rows in store.walk.chunk_texts():
+            for chunk_id, doc_id, text in rows:
+                terms.add(text)
+                if index is not None:
+                    pairs.extend((chunk_id, target) for target in index.find(text, capitalised=True)
+                                 if target != first.get(doc_id))
+    ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    links = (ends[:, 0], ends[:, 1]) if index is not None else None
+    return WalkGraph.build(arrays, use_weights, index, links, terms.finish())
+
+
+class TermCounts:
+    """``ChunkTerms.build`` fed one text at a time, its counts kept as arrays every ``FLUSH``
+    texts (Python lists of a 30 MB corpus's term counts would take hundreds of MiB)."""
+
+    def __init__(self) -> None:
+        self.vocabulary: dict[str, int] = {}
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._terms: list[int] = []
+        self._tf: list[int] = []
+        self._distinct: list[int] = []
+
+    def add(self, text: str) -> None:
+        """Count one chunk's terms (chunks are numbered in the order they are added)."""
+        counts = Counter(index_terms(text))
+        self._terms.extend(self.vocabulary.setdefault(t, len(self.vocabulary)) for t in counts)
+        self._tf.extend(counts.values())
+        self._distinct.append(len(counts))
+        if len(self._distinct) >= FLUSH:
+            self._flush()
+
+    def finish(self) -> ChunkTerms:
+        """The BM25 index of every text added (``ChunkTerms.build``'s arithmetic)."""
+        self._flush()
+        terms, tf, distinct = (np.concatenate([p[n] for p in self._parts]) if self._parts
+                               else np.zeros(0, np.int64) for n in range(3))
+        n_chunks = len(distinct)
+        chunks = np.repeat(np.arange(n_chunks), distinct)
+        tf = tf.astype(np.float64)
+        lengths = np.bincount(chunks, weights=tf, minlength=n_chunks)
+        norm = lengths[chunks] / max(float(lengths.mean()) if n_chunks else 0.0, 1.0)
+        saturated = tf * (K1 + 1) / (tf + K1 * (1 - B + B * norm))
+        df = np.bincount(terms, minlength=len(self.vocabulary))
+        idf = np.log1p((n_chunks - df + 0.5) / (df + 0.5))
+        order = np.argsort(terms, kind="stable")
+        indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+        weights = (saturated * idf[terms])[order].astype(np.float32)
+        return ChunkTerms(self.vocabulary, indptr, chunks[order].astype(np.int32), weights,
+                          idf.astype(np.float32), n_chunks)
+
+    def _flush(self) -> None:
+        if self._distinct:
+            self._parts.append((np.asarray(self._terms, np.int64), np.asarray(self._tf, np.int64),
+                                np.asarray(self._distinct, np.int64)))
+            self._terms, self._tf, self._distinct = [], [], []
+
+
+def generations(store: GraphStore) -> list[int]:
+    """The index generations the walk depends on (chunks, entities, relations)."""
+    return [int(store.vector_state(kind)["generation"]) for kind in GENERATION_KINDS]
+
+
+def store_walk(directory: Path, store: GraphStore) -> bool:
+    """Derive the walk (with weights) and write it beside the index, unless it is current or
+    the index is encrypted. True when something was written."""
+    if store.encrypted:
+        walk_files.remove(directory)
+        return False
+    stamp = walk_files.current_stamp(directory)
+    now = generations(store)
+    if stamp is not None and stamp.get("generations") == now:
+        return False
+    walk = derive(store)
+    walk_files.write(directory, {"generations": now, "nodes": walk.size}, walk_arrays(walk))
+    return True
+
+
+def walk_arrays(walk: WalkGraph) -> dict[str, np.ndarray]:
+    """The arrays ``open_walk`` maps back into the same walk graph."""
+    out: dict[str, np.ndarray] = {
+        "entity_ids": walk.entity_ids, "chunk_ids": walk.chunk_ids, "indptr": walk.indptr,
+        "indices": walk.indices.astype(np.int32), "data": walk.data, "entity_chunks": walk.entity_chunks}
+    lexical = walk.lexical
+    if lexical is not None:
+        out.update(lex_indptr=lexical.indptr, lex_positions=lexical.positions,
+                   lex_weights=lexical.weights, lex_idf=lexical.idf)
+        out.update(_prefixed("vocab", StringTable.arrays(lexical.vocabulary)))
+    titles = walk.titles
+    if titles is not None:
+        keys = {" ".join(k): v for k, v in titles.chunk_of.items()}
+        out.update(_prefixed("titles", StringTable.arrays(keys)))
+        out.update(_prefixed("heads", StringTable.arrays({w: sum(1 << n for n in lengths)
+                                                          for w, lengths in titles.lengths.items()})))
+    return out
+
+
+def open_walk(directory: Path, store: GraphStore, use_weights: bool = True) -> WalkGraph | None:
+    """The stored walk graph, memory-mapped, when it is the index's current one; else None."""
+    from .ppr import WalkGraph
+
+    stamp = walk_files.current_stamp(directory)
+    if not use_weights or store.encrypted or stamp is None or stamp.get("generations") != generations(store):
+        return None
+    names = [*GRAPH_ARRAYS, *TERM_ARRAYS, *walk_files.table_names(["vocab"])]
+    arrays = walk_files.load(directory, names)
+    if arrays is None:
+        return None
+    titles = walk_files.load(directory, walk_files.table_names(["titles", "heads"]))
+    counts = np.diff(arrays["indptr"])
+    lexical = ChunkTerms(TableMapping(walk_files.table(arrays, "vocab")), arrays["lex_indptr"],
+                         arrays["lex_positions"], arrays["lex_weights"], arrays["lex_idf"],
+                         len(arrays["chunk_ids"]))
+    return WalkGraph(arrays["entity_ids"], arrays["chunk_ids"], arrays["indptr"], arrays["indices"],
+                     arrays["data"], np.maximum(counts, 1).astype(np.float64), counts == 0,
+                     arrays["entity_chunks"], _titles(titles), lexical)
+
+
+class TableMapping(Mapping[str, int]):
+    """A stored string table read as a mapping (lookups only; iterating reads every key)."""
+
+    def __init__(self, table: StringTable) -> None:
+        self.table = table
+
+    def __getitem__(self, key: str) -> int:
+        found = self.table.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.table.get(key) is not None
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __iter__(self) -> Iterator[str]:
+        return (self.table[n].decode("utf-8") for n in range(len(self.table)))
+
+
+class TitleKeys(Mapping[tuple[str, ...], int]):
+    """Title words → first chunk, over the stored table of space-joined titles."""
+
+    def __init__(self, table: StringTable) -> None:
+        self.table = table
+
+    def __getitem__(self, key: tuple[str, ...]) -> int:
+        found = self.table.get(" ".join(key))
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        return (tuple(self.table[n].decode("utf-8").split(" ")) for n in range(len(self.table)))
+
+
+class TitleLengths(Mapping[str, tuple[int, ...]]):
+    """First title word → the word counts of the titles it starts, longest first."""
+
+    def __init__(self, table: StringTable) -> None:
+        self.table = table
+
+    def __getitem__(self, word: str) -> tuple[int, ...]:
+        mask = self.table.get(word)
+        if mask is None:
+            raise KeyError(word)
+        return tuple(n for n in range(mask.bit_length() - 1, -1, -1) if mask >> n & 1)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __iter__(self) -> Iterator[str]:
+        return (self.table[n].decode("utf-8") for n in range(len(self.table)))
+
+
+def _titles(arrays: dict[str, np.ndarray] | None) -> TitleIndex | None:
+    if arrays is None:
+        return None
+    return TitleIndex(TitleKeys(walk_files.table(arrays, "titles")),
+                      TitleLengths(walk_files.table(arrays, "heads")))
+
+
+def _prefixed(prefix: str, arrays: dict[str, Any]) -> dict[str, np.ndarray]:
+    return {f"{prefix}_{k}": v for k, v in arrays.items()}
