@@ -524,6 +524,28 @@ def _injection_one(result: Result) -> str:
                                 "followed by style"], rows), _when(result)])
 
 
+def scale(results: list[Result]) -> str:
+    """LiHua-World among distractors, per size: build, bytes, latency, memory, recall."""
+    return _each(_scale_one, results)
+
+
+def _scale_one(result: Result) -> str:
+    data = result.data
+    rows = [[f"{r['times']}×", _f(r["text_mb"], 2), r["documents"], r["chunks"],
+             f"{_f(r['build']['kb_per_s'], 2)} ({_f(r['build']['kb_per_cpu_s'], 2)})",
+             _f(r["build"]["peak_rss_mb"], 0), _f(r["index_bytes_per_kb"], 0),
+             "/".join(_f(r["latency_ms"][m]["p50"], 0) for m in ("vector", "ppr", "auto")),
+             _f(r["latency_ms"]["ppr"]["p95"], 0), _f(r["cold_first_s"], 2),
+             _f(r["retrieve_cli"]["peak_rss_mb"], 0), _f(r["ask_cli"].get("peak_rss_mb", "-"), 0),
+             "/".join(_f(r["recall_at_5"][m], 3) for m in ("vector", "ppr", "auto"))] for r in data["sizes"]]
+    headers = ["size", "text MB", "docs", "chunks", "build KB/s wall (per CPU s)", "build peak MiB",
+               "index bytes/KB", "p50 ms vector/ppr/auto", "ppr p95 ms", "cold first s",
+               "retrieve peak MiB", "ask peak MiB", "recall@5 vector/ppr/auto"]
+    note = [f"_{data['note']}._"] if data.get("note") else []
+    return _with_plot("\n\n".join([f"### {data['queries']} questions (`{result.name}`)", *note,
+                                     table(headers, rows), _when(result)]), result)
+
+
 # -- any other shape -----------------------------------------------------------------------
 
 def generic(result: Result) -> str:
@@ -862,6 +884,13 @@ The chat page in headless Chromium: [serve_chat_page.png](results/serve_chat_pag
 SQLCipher-encrypted index in one run (alternating: plain, encrypted, encrypted, plain); every file
 of both searched for 50 distinctive corpus phrases; the CLI given a wrong and no key; every dev
 question with evidence retrieved from both, alternating per question.""", encryption),
+    Section("Scale: LiHua-World among distractors", ("scale*.json",), """\
+`python -m benchmarks.scale [--build]`: LiHua-World's conversations, then 2Wiki, HotpotQA and
+MultiHop-RAG texts, then generated chats, to 1×, 3×, 10× and 30× LiHua's size; each size built
+from the one before (the stage's own KB/s and peak RSS), then measured in fresh processes: warm
+p50 of `vector`, `ppr` and `auto` over the LiHua dev questions, the first `ppr` question of a new
+process, the peak RSS of the `edge-rag retrieve` and `ask` commands, and recall@5 of the LiHua
+evidence among the distractors. Timings are from a shared machine: compare sizes within a run.""", scale),
     Section("Prompt injection", ("injection*.json",), """\
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each

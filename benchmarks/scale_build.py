@@ -10,6 +10,7 @@ the stage of the build and the innermost ``edge_rag`` function: where the time g
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -118,12 +119,15 @@ def _cpu() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m benchmarks.scale_build TIMES PREVIOUS``: one stage, its record beside the index."""
-    times, previous = (int(a) for a in (argv or sys.argv[1:]))
-    if previous == 0:
+    """One stage: its record is written beside the index it leaves (``scale_build.json``)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("times", type=int, help="the size this stage reaches (× LiHua-World)")
+    parser.add_argument("previous", type=int, help="the size the chain index holds now (0: start afresh)")
+    args = parser.parse_args(argv)
+    if args.previous == 0:
         shutil.rmtree(CHAIN, ignore_errors=True)
-    record = build_stage(times, previous)
-    path = index_of(times) / "scale_build.json"
+    record = build_stage(args.times, args.previous)
+    path = index_of(args.times) / "scale_build.json"
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in record.items() if k != "rss_mb_every_10s"}, indent=1))
     return 0

@@ -28,7 +28,7 @@ from .plan import Plan, Planner, QuestionProbes, make_planner, run_planner
 from .retrieve import IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
 from .retrieve.clauses import clauses
 from .retrieve.ppr import DENSE_K, compares_titles, forget_terms, names_a_seed, names_a_title
-from .retrieve.walk_cache import open_walk, store_walk
+from .retrieve.walk_cache import open_names, open_walk, store_walk
 from .store import DocumentRecord, GraphStore, VectorIndex, WriteLock
 from .store.cipher import convert
 from .store.schema import VECTOR_KINDS
@@ -359,7 +359,8 @@ class EdgeRAG:
         changes)."""
         version = self.store.data_version()
         if self._names is None or self._names[0] != version:
-            self._names = (version, NameMatcher(self.store.graph.spellings()))
+            stored = open_names(self.directory, self.store)
+            self._names = (version, stored or NameMatcher(self.store.graph.spellings()))
         return self._names[1]
 
     def walk_graph(self) -> WalkGraph:

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from rapidfuzz import fuzz, process
 
-from ..lexicon import index_terms
+from ..lexicon import FUZZY_MIN, NameMatcher, entity_key, index_terms, question_grams
 from ..store import walk_files
-from ..store.walk_files import StringTable
+from ..store.walk_files import StringList, StringTable
 from .lexical import K1, B, ChunkTerms
 from .titles import TitleIndex
 
@@ -35,6 +36,7 @@ GENERATION_KINDS = ("chunk", "entity", "relation")
 GRAPH_ARRAYS = ("entity_ids", "chunk_ids", "indptr", "indices", "data", "entity_chunks")
 TERM_ARRAYS = ("lex_indptr", "lex_positions", "lex_weights", "lex_idf")
 FLUSH = 2048
+NAME_BLOCK = 16384
 
 
 def derive(store: GraphStore, use_weights: bool = True) -> WalkGraph:
@@ -120,7 +122,8 @@ def store_walk(directory: Path, store: GraphStore) -> bool:
     if stamp is not None and stamp.get("generations") == now:
         return False
     walk = derive(store)
-    walk_files.write(directory, {"generations": now, "nodes": walk.size}, walk_arrays(walk))
+    arrays = {**walk_arrays(walk), **name_arrays(store)}
+    walk_files.write(directory, {"generations": now, "nodes": walk.size}, arrays)
     return True
 
 
@@ -141,6 +144,51 @@ def walk_arrays(walk: WalkGraph) -> dict[str, np.ndarray]:
         out.update(_prefixed("heads", StringTable.arrays({w: sum(1 << n for n in lengths)
                                                           for w, lengths in titles.lengths.items()})))
     return out
+
+
+def name_arrays(store: GraphStore) -> dict[str, np.ndarray]:
+    """The graph's spellings (sorted, as ``NameMatcher`` takes them) and their compacted keys."""
+    names = store.graph.spellings()
+    keys = [entity_key(n).replace(" ", "") for n in names]
+    return {**_prefixed("names", StringList.arrays(names)), **_prefixed("keys", StringList.arrays(keys))}
+
+
+def open_names(directory: Path, store: GraphStore) -> NameMatcher | None:
+    """The stored name matcher when the walk's files are current; else None."""
+    stamp = walk_files.current_stamp(directory)
+    if store.encrypted or stamp is None or stamp.get("generations") != generations(store):
+        return None
+    arrays = walk_files.load(directory, ["names_blob", "names_offsets", "keys_blob", "keys_offsets"])
+    if arrays is None:
+        return None
+    return StoredNames(StringList(arrays["names_blob"], arrays["names_offsets"]),
+                       StringList(arrays["keys_blob"], arrays["keys_offsets"]))
+
+
+class StoredNames(NameMatcher):
+    """``NameMatcher`` over the stored names, compared ``NAME_BLOCK`` keys at a time: the same
+    best name per n-gram (first on ties), without every name in memory."""
+
+    def __init__(self, names: StringList, keys: StringList) -> None:
+        self.names = names  # type: ignore[assignment]  # a sequence of str read from the file
+        self._stored_keys = keys
+
+    def find(self, question: str) -> list[str]:
+        """Entity names that occur in the question, spelling variants allowed."""
+        grams = question_grams(question)
+        if not grams or not len(self.names):
+            return []
+        queries = [entity_key(g).replace(" ", "") for g in grams]
+        best, at = np.full(len(grams), -1.0, dtype=np.float32), np.zeros(len(grams), dtype=np.int64)
+        for start in range(0, len(self._stored_keys), NAME_BLOCK):
+            keys = self._stored_keys.block(start, min(start + NAME_BLOCK, len(self._stored_keys)))
+            scores = process.cdist(queries, keys, scorer=fuzz.ratio, score_cutoff=FUZZY_MIN,
+                                   dtype=np.float32, workers=1)
+            top = scores.argmax(axis=1)
+            value = scores[np.arange(len(grams)), top]
+            better = value > best
+            best, at = np.where(better, value, best), np.where(better, start + top, at)
+        return [self.names[int(j)] for i, j in enumerate(at) if best[i] >= FUZZY_MIN]
 
 
 def open_walk(directory: Path, store: GraphStore, use_weights: bool = True) -> WalkGraph | None:

@@ -63,6 +63,35 @@ class StringTable:
         return int(self.values[at]) if at < len(self) and self[at] == wanted else None
 
 
+class StringList(Sequence[str]):
+    """Strings in a given order, in one UTF-8 blob with offsets (read a slice at a time)."""
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray) -> None:
+        self.blob, self.offsets = blob, offsets
+
+    @staticmethod
+    def arrays(strings: Sequence[str]) -> dict[str, np.ndarray]:
+        """The two arrays of a list holding ``strings``."""
+        encoded = [s.encode("utf-8") for s in strings]
+        lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
+        blob = np.frombuffer(b"".join(encoded), dtype=np.uint8) if encoded else np.zeros(0, np.uint8)
+        return {"blob": blob, "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)}
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, n: Any) -> Any:
+        if isinstance(n, slice):
+            return self.block(*n.indices(len(self))[:2])
+        return self.blob[int(self.offsets[n]) : int(self.offsets[n + 1])].tobytes().decode("utf-8")
+
+    def block(self, start: int, end: int) -> list[str]:
+        """The strings ``start`` to ``end`` (exclusive), decoded in one pass."""
+        ends = self.offsets[start : end + 1].tolist()
+        data = self.blob[ends[0] : ends[-1]].tobytes()
+        return [data[a - ends[0] : b - ends[0]].decode("utf-8") for a, b in zip(ends, ends[1:])]
+
+
 def write(directory: Path, stamp: dict[str, Any], arrays: Mapping[str, np.ndarray]) -> Path:
     """Write one generation's arrays and make it the current one; older folders are removed."""
     root = directory / FOLDER
@@ -105,6 +134,12 @@ def load(directory: Path, names: Iterable[str]) -> dict[str, np.ndarray] | None:
         return {n: np.load(folder / f"{n}.npy", mmap_mode="r", allow_pickle=False) for n in names}
     except (OSError, ValueError):
         return None
+
+
+def current_bytes(directory: Path) -> int:
+    """Bytes of the current generation's files (0 when there is none)."""
+    folder = _current(directory)
+    return sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) if folder is not None else 0
 
 
 def remove(directory: Path) -> None:
