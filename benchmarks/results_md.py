@@ -542,8 +542,18 @@ def _scale_one(result: Result) -> str:
                "index bytes/KB", "p50 ms vector/ppr/auto", "ppr p95 ms", "cold first s",
                "retrieve peak MiB", "ask peak MiB", "recall@5 vector/ppr/auto"]
     note = [f"_{data['note']}._"] if data.get("note") else []
-    return _with_plot("\n\n".join([f"### {data['queries']} questions (`{result.name}`)", *note,
-                                     table(headers, rows), _when(result)]), result)
+    compared = [r for r in data["sizes"] if "before" in r]
+    pairs = table(["size", "ppr p50 ms before / after", "cold first s before / after",
+                   "retrieve peak MiB before / after", "recall@5 ppr before / after"],
+                  [[f"{r['times']}×", f"{_f(r['before']['latency_ms']['ppr']['p50'], 0)} / "
+                    f"{_f(r['latency_ms']['ppr']['p50'], 0)}",
+                    f"{_f(r['before']['cold_first_s'], 2)} / {_f(r['cold_first_s'], 2)}",
+                    f"{_f(r['before']['retrieve_cli']['peak_rss_mb'], 0)} / "
+                    f"{_f(r['retrieve_cli']['peak_rss_mb'], 0)}",
+                    f"{_f(r['before']['recall_at_5']['ppr'], 3)} / {_f(r['recall_at_5']['ppr'], 3)}"]
+                   for r in compared]) if compared else ""
+    parts = [f"### {data['queries']} questions (`{result.name}`)", *note, table(headers, rows)]
+    return _with_plot("\n\n".join([*parts, *([pairs] if pairs else []), _when(result)]), result)
 
 
 # -- any other shape -----------------------------------------------------------------------

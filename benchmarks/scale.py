@@ -26,6 +26,7 @@ of text. Writes ``scale.json`` and ``scale.png`` (the bench extra's matplotlib).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -93,6 +94,7 @@ def measure(times: int, args: argparse.Namespace) -> dict[str, Any]:
     finalise = probe_process("finalise", index, args)
     warm = probe_process("warm", index, args)
     cold = probe_process("cold", index, args)
+    titled = probe_process("wiki", index, args) if times > 1 and not args.no_wiki else {}
     retrieve_cli = _cli(["retrieve", COLD_QUESTION, "--index", str(index), "--method", "ppr"])
     ask_cli = _cli(["ask", COLD_QUESTION, "--index", str(index)]) if not args.no_ask else {}
     files = stored_files(index, recursive=True)
@@ -105,16 +107,41 @@ def measure(times: int, args: argparse.Namespace) -> dict[str, Any]:
            "index_bytes": sum(files.values()),
            "index_bytes_per_kb": round(sum(files.values()) / (record["text_bytes"] / 1000), 1),
            "walk_bytes": sum(v for k, v in files.items() if k.startswith("walk/")),
-           **warm, **cold, "retrieve_cli": retrieve_cli, "ask_cli": ask_cli}
+           "estimates_mb": estimates(index),
+           **warm, **cold, **titled, "retrieve_cli": retrieve_cli, "ask_cli": ask_cli}
+    if args.compare:
+        row["before"] = before(index, args, with_wiki=bool(titled))
     print(json.dumps({k: v for k, v in row.items() if k not in ("build",)}))
     return row
 
 
-def probe_process(mode: str, index: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """``probe`` in a process of its own (its memory and its cold start are its own)."""
+def estimates(index: Path) -> dict[str, dict[str, Any]]:
+    """``budget.py``'s estimate with the default and the Raspberry Pi 4 profile, against its budget."""
+    from edge_rag import Settings
+    from edge_rag.budget import estimate_memory
+
+    out = {}
+    for profile in ("default", "rpi4"):
+        estimate = estimate_memory(Settings.load(None if profile == "default" else profile), index)
+        out[profile] = {**estimate.parts, "total": round(estimate.total_mb, 1), "budget": estimate.budget_mb}
+    return out
+
+
+def before(index: Path, args: argparse.Namespace, with_wiki: bool) -> dict[str, Any]:
+    """The same measurements with the code of ``--compare`` (a checkout from before issue 46,
+    which derives the walk in memory and ignores ``walk/``), on the same index."""
+    code = Path(args.compare)
+    titled = probe_process("wiki", index, args, code) if with_wiki else {}
+    return {**probe_process("warm", index, args, code), **probe_process("cold", index, args, code), **titled,
+            "retrieve_cli": _cli(["retrieve", COLD_QUESTION, "--index", str(index), "--method", "ppr"], code)}
+
+
+def probe_process(mode: str, index: Path, args: argparse.Namespace, code: Path = ROOT) -> dict[str, Any]:
+    """``probe`` in a process of its own (its memory and its cold start are its own), run with
+    the code in ``code`` (this checkout by default)."""
     command = [PYTHON, "-m", "benchmarks.scale", "--probe", mode, "--index", str(index),
                "--queries", str(args.queries)]
-    out = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=_env(), check=True)
+    out = subprocess.run(command, capture_output=True, text=True, cwd=code, env=_env(code), check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -141,7 +168,7 @@ def probe(mode: str, index: Path, args: argparse.Namespace) -> dict[str, Any]:
             return {"cold_first_s": round(time.perf_counter() - start, 3),
                     "cold_peak_rss_mb": round(peak_rss_mb(), 1)}
     with EdgeRAG.open(index, create=False, progress=False) as rag:
-        return warm(rag, args.queries)
+        return wiki(rag, args.queries) if mode == "wiki" else warm(rag, args.queries)
 
 
 def warm(rag: Any, limit: int) -> dict[str, Any]:
@@ -165,17 +192,40 @@ def warm(rag: Any, limit: int) -> dict[str, Any]:
             "recall_at_5": {m: round(sum(recall[m]) / len(recall[m]), 4) for m in METHODS}}
 
 
+def wiki(rag: Any, limit: int) -> dict[str, Any]:
+    """2WikiMultihopQA dev recall@2/@5 of ``vector`` and ``ppr`` over the questions whose
+    supporting passages are all in the index (titled passages: the title links and seeds), and
+    a digest of every ranking (equal digests: the same chunks in the same order)."""
+    from .common import wiki_queries, wiki_records
+
+    title = {f"2wiki/{r['id']}": r["title"] for r in wiki_records()}
+    rows = rag.store.conn.execute("SELECT source FROM documents WHERE source LIKE '2wiki/%'").fetchall()
+    present = {title[s] for (s,) in rows}
+    questions = [q for q in wiki_queries() if set(q["evidence"]) <= present][: limit or None]
+    out: dict[str, Any] = {"wiki_questions": len(questions)}
+    for method in ("vector", "ppr"):
+        found = [rag.retrieve(q["question"], method, top_k=10).chunks for q in questions]
+        ranked = [list(dict.fromkeys(title.get(c.source, c.source) for c in f)) for f in found]
+        for k in (2, 5):
+            hits = [len(set(r[:k]) & set(q["evidence"])) / len(q["evidence"])
+                    for r, q in zip(ranked, questions)]
+            out[f"wiki_{method}_recall_at_{k}"] = round(sum(hits) / max(1, len(hits)), 4)
+        digest = hashlib.sha256(json.dumps([[c.chunk_id for c in f] for f in found]).encode()).hexdigest()
+        out[f"wiki_{method}_digest"] = digest[:12]
+    return out
+
+
 def _lihua_stamps(rag: Any) -> dict[str, str | None]:
     """Document id → ``Time:`` stamp, for LiHua-World's conversations only."""
     rows = rag.store.conn.execute("SELECT id FROM documents WHERE source LIKE 'LiHuaWorld.zip/%'").fetchall()
     return {doc: document_timestamp(rag.store.document_chunks(doc)[0].text) for (doc,) in rows}
 
 
-def _cli(args: list[str]) -> dict[str, Any]:
+def _cli(args: list[str], code: Path = ROOT) -> dict[str, Any]:
     """Wall time and peak RSS of one ``edge-rag`` command (its own process)."""
     start = time.perf_counter()
     child = subprocess.Popen([PYTHON, "-m", "edge_rag.cli", *args], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, cwd=ROOT, env=_env())
+                             stderr=subprocess.PIPE, cwd=code, env=_env(code))
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
     error = child.stderr.read().decode("utf-8", "replace")[-300:] if child.stderr else ""
@@ -183,8 +233,8 @@ def _cli(args: list[str]) -> dict[str, Any]:
             "exit": child.returncode, **({"error": error} if child.returncode else {})}
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT)}
+def _env(code: Path = ROOT) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(code)}
 
 
 def _run(command: list[str]) -> None:
@@ -227,6 +277,13 @@ def plot(rows: list[dict[str, Any]], name: str) -> None:
     axes[0][1].plot(x, [r["retrieve_cli"]["peak_rss_mb"] for r in rows], marker="o", label="retrieve (ppr)")
     axes[0][1].plot(x, [r["ask_cli"].get("peak_rss_mb", 0) for r in rows], marker="o", label="ask")
     axes[0][1].plot(x, [r["build"]["peak_rss_mb"] for r in rows], marker="o", label="build stage")
+    before = [r for r in rows if "before" in r]
+    if before:
+        bx = [r["times"] for r in before]
+        axes[0][0].plot(bx, [r["before"]["latency_ms"]["ppr"]["p50"] for r in before], "--", marker="x",
+                        label="ppr p50 before")
+        axes[0][1].plot(bx, [r["before"]["retrieve_cli"]["peak_rss_mb"] for r in before], "--", marker="x",
+                        label="retrieve (ppr) before")
     axes[1][0].plot(x, [r["build"]["kb_per_cpu_s"] for r in rows], marker="o", label="KB per CPU second")
     axes[1][0].plot(x, [r["build"]["kb_per_s"] for r in rows], marker="o", label="KB per second (wall)")
     titles = ["warm latency (ms)", "peak RSS (MiB)", "build throughput of the stage", "LiHua dev recall@5"]
@@ -244,7 +301,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--build", action="store_true", help="build the missing sizes first (long)")
     parser.add_argument("--queries", type=int, default=0, help="only the first N dev questions (0: all)")
     parser.add_argument("--no-ask", action="store_true", help="skip the edge-rag ask process")
+    parser.add_argument("--no-wiki", action="store_true", help="skip the 2Wiki questions (sizes above 1×)")
     parser.add_argument("--name", default="scale", help="results file name (default scale)")
+    parser.add_argument("--compare", default="", help="also measure with the code checked out here (before)")
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)
     parser.add_argument("--index", default="", help=argparse.SUPPRESS)
     return parser
