@@ -50,6 +50,7 @@ from .common import (
 from .scale_build import SIZES, index_of
 
 METHODS = ("vector", "ppr", "auto")
+MEASURED = "scale_measure.json"
 COLD_QUESTION = "What time does Li Hua check in with Adam about moving in?"
 PYTHON = sys.executable
 
@@ -63,13 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.build:
         build(sizes)
-    rows = [measure(n, args) for n in sizes if (index_of(n) / "scale_build.json").is_file()]
+    rows = [_measured(n, args) for n in sizes if (index_of(n) / "scale_build.json").is_file()]
     if not rows:
         print("no scale index built yet: python -m benchmarks.scale --build")
         return 1
     _add_ratios(rows)
     result = {"command": "python -m benchmarks.scale " + " ".join(argv if argv is not None else sys.argv[1:]),
-              "queries": rows[0]["queries"], "sizes": rows}
+              "queries": rows[0]["queries"], "measured_at": {r["times"]: r.get("measured_at") for r in rows},
+              "sizes": rows}
     print(markdown_table(*_table(rows)))
     print(f"wrote {write_result(args.name, result)}")
     plot(rows, args.name)
@@ -87,6 +89,17 @@ def build(sizes: list[int]) -> None:
         previous = times
 
 
+def _measured(times: int, args: argparse.Namespace) -> dict[str, Any]:
+    """A size's figures: measured now (and kept beside its index), or with ``--reuse`` the ones
+    kept from an earlier run (sizes finish building at different times on a shared machine)."""
+    kept = index_of(times) / MEASURED
+    if args.reuse and kept.is_file():
+        return dict(json.loads(kept.read_text(encoding="utf-8")))
+    row = measure(times, args)
+    kept.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    return row
+
+
 def measure(times: int, args: argparse.Namespace) -> dict[str, Any]:
     """Every figure of one size."""
     index = index_of(times)
@@ -99,7 +112,9 @@ def measure(times: int, args: argparse.Namespace) -> dict[str, Any]:
     ask_cli = _cli(["ask", COLD_QUESTION, "--index", str(index)]) if not args.no_ask else {}
     files = stored_files(index, recursive=True)
     files = {k: v for k, v in files.items() if not k.endswith(".json")}
-    row = {"times": times, "text_mb": round(record["text_bytes"] / 1e6, 2), "documents": record["documents"],
+    row = {"times": times, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "load_before": [round(x, 2) for x in os.getloadavg()],
+           "text_mb": round(record["text_bytes"] / 1e6, 2), "documents": record["documents"],
            "chunks": record["chunks"], "entities": record["entities"], "relations": record["relations"],
            "build": {k: record[k] for k in ("added_bytes", "seconds", "cpu_seconds", "kb_per_s",
                                              "kb_per_cpu_s", "peak_rss_mb", "load", "where")},
@@ -303,6 +318,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-ask", action="store_true", help="skip the edge-rag ask process")
     parser.add_argument("--no-wiki", action="store_true", help="skip the 2Wiki questions (sizes above 1×)")
     parser.add_argument("--name", default="scale", help="results file name (default scale)")
+    parser.add_argument("--reuse", action="store_true", help="take a size's figures kept from an earlier run")
     parser.add_argument("--compare", default="", help="also measure with the code checked out here (before)")
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)
     parser.add_argument("--index", default="", help=argparse.SUPPRESS)

@@ -118,11 +118,12 @@ def repeated(rag: EdgeRAG) -> tuple[VectorIndex, np.ndarray, np.ndarray]:
 def test_many_identical_vectors_leave_every_other_one_found_first(repeated) -> None:
     vectors, others, keys = repeated
     assert vectors.has_file and len(vectors) == SAME + OTHERS and len(vectors.index) == OTHERS + 1
-    found = vectors.search_many(others, 3)
+    found = vectors.search_many(others, 10)
     first = sum(int(f[0][0]) == want for f, want in zip(found, keys.tolist()))
-    # HNSW is approximate even without copies: 2,000 random vectors alone are found first
-    # 1,999-2,000 times (seeds 0-3); with the 20,000 copies in the graph it was 926.
-    assert first >= OTHERS - 3 and all(want in f[0].tolist() for f, want in zip(found, keys.tolist()))
+    # HNSW is approximate even without copies (its graph is built on several threads): 2,000
+    # random vectors alone are found first 1,999-2,000 times; with the 20,000 copies in the
+    # graph it was 926 times.
+    assert first >= 0.99 * OTHERS and all(want in f[0].tolist() for f, want in zip(found, keys.tolist()))
     near, sims = vectors.search(vectors_row(vectors, 1), 10)
     assert len(near) == 10 and set(near.tolist()) <= set(range(1, SAME + 1)) and np.allclose(sims, sims[0])
 
@@ -143,7 +144,7 @@ def test_twins_survive_a_save_a_reopen_and_their_representatives_removal(repeate
     assert len(reopened) == SAME + OTHERS - 2 and owner not in reopened.twins.of
     found, _ = reopened.search(vectors_row(reopened, 2 if owner != 2 else 3), 5)
     assert owner not in found.tolist() and len(found) == 5
-    found = reopened.search_many(others[1:], 3)
+    found = reopened.search_many(others[1:], 10)
     assert all(want in f[0].tolist() for f, want in zip(found, keys[1:].tolist()))
 
 
