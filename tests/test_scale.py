@@ -161,3 +161,21 @@ def test_stored_names_match_as_the_names_in_memory_do(lihua_index, monkeypatch) 
         for question in ["When does Li Hua meet Adam Smith?", "Did Wolfgang call LiHua about the rent?",
                          "What did Jenifer say on 20260105?", "Who is Yurko?", "Nothing to see"]:
             assert stored.find(question) == memory.find(question)
+
+
+def test_the_walk_over_reached_nodes_ranks_as_the_scan_of_every_node(lihua_index, monkeypatch) -> None:
+    from edge_rag.retrieve import ppr
+
+    with EdgeRAG.open(lihua_index, create=False) as rag:
+        walk = rag.walk_graph()
+    rng = np.random.default_rng(46)
+    for _ in range(20):
+        seeds = np.zeros(walk.size)
+        seeds[rng.choice(walk.size, size=int(rng.integers(1, 8)), replace=False)] = rng.random(1)[0] + 0.1
+        seeds /= seeds.sum()
+        dense = walk.pagerank(seeds)  # the index is far below LOCAL_FROM nodes
+        monkeypatch.setattr(ppr, "LOCAL_FROM", 0)
+        for push_dense in (0.0, 0.25, 1e9):  # sorted distinct targets, and a bincount over every node
+            monkeypatch.setattr(ppr, "PUSH_DENSE", push_dense)
+            assert np.array_equal(walk.pagerank(seeds), dense)
+        monkeypatch.setattr(ppr, "LOCAL_FROM", 60_000)

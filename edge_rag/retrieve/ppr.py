@@ -99,7 +99,8 @@ DAMPING = 0.5
 SPECIFICITY = 0.5
 TOLERANCE = 1e-5
 MAX_ROUNDS = 200
-PUSH_DENSE = 8  # a round pushing over more than 1/8 of the nodes' count sums over every node
+PUSH_DENSE = 0.25  # a local round pushing along over 4 edges a node sums over every node
+LOCAL_FROM = 60_000  # nodes from which the walk scans only the nodes its mass reached
 FUSION = 1.0
 LEXICAL = 0.25
 CHUNK_SEEDS = 10
@@ -191,10 +192,12 @@ class WalkGraph:
         nodes pass theirs back to the seeds. It stops when no node holds more residual than
         ``tolerance`` per neighbour, so each node's error is below that, and a query touches
         only the part of the graph its mass reaches instead of every edge once per iteration.
-        Only the nodes the mass has reached are scanned (``touched``): a round costs the
-        neighbourhood, not the graph (issue 46: 30× LiHua-World's nodes), and sums the same
-        pushes in the same order as a scan of every node would.
+        From ``LOCAL_FROM`` nodes on, only the nodes the mass has reached are scanned
+        (``touched``): a round costs the neighbourhood, not the graph (issue 46), and sums the
+        same pushes in the same order as a scan of every node does (equal ranks, bit for bit).
         """
+        if self.size < LOCAL_FROM:
+            return self._pagerank_dense(seeds, damping, tolerance)
         rank = np.zeros(self.size)
         residual = seeds.astype(np.float64)
         seed_nodes = np.flatnonzero(residual)
@@ -209,13 +212,36 @@ class WalkGraph:
             residual[active] = 0.0
             rank[active] += (1 - damping) * mass
             residual[seed_nodes] += damping * float(mass[self.dangling[active]].sum()) * seed_mass
-            starts, counts = self.indptr[active], self.indptr[active + 1] - self.indptr[active]
-            edges = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-            reached = self._push(residual, self.indices[edges], self.data[edges] * np.repeat(damping * mass, counts))
+            edges, counts = self._edges_of(active)
+            pushed = self.data[edges] * np.repeat(damping * mass, counts)
+            reached = self._push(residual, self.indices[edges], pushed)
             fresh = reached[~seen[reached]]
             seen[fresh] = True
             touched = np.concatenate([touched, fresh])
         return rank
+
+    def _pagerank_dense(self, seeds: np.ndarray, damping: float, tolerance: float) -> np.ndarray:
+        """``pagerank`` scanning every node each round: cheaper below ``LOCAL_FROM`` nodes."""
+        rank = np.zeros(self.size)
+        residual = seeds.astype(np.float64)
+        threshold = tolerance * self.width
+        for _ in range(MAX_ROUNDS):
+            active = np.flatnonzero(residual > threshold)
+            if not active.size:
+                break
+            mass = residual[active]
+            residual[active] = 0.0
+            rank[active] += (1 - damping) * mass
+            residual += damping * float(mass[self.dangling[active]].sum()) * seeds
+            edges, counts = self._edges_of(active)
+            pushed = self.data[edges] * np.repeat(damping * mass, counts)
+            residual += np.bincount(self.indices[edges], weights=pushed, minlength=self.size)
+        return rank
+
+    def _edges_of(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions of the nodes' edges in ``indices``/``data`` (row by row) and each row's count."""
+        starts, counts = self.indptr[nodes], self.indptr[nodes + 1] - self.indptr[nodes]
+        return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum()), counts
 
     def _push(self, residual: np.ndarray, targets: np.ndarray, pushed: np.ndarray) -> np.ndarray:
         """Add the pushed mass to its targets (summed per target in edge order, as one bincount
