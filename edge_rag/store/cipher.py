@@ -122,6 +122,7 @@ def convert(directory: Path, old: Key | None, new: Key | None) -> None:
     The caller holds the write lock. The file is exported (``sqlcipher_export``) into a new file
     beside it, which replaces it in one rename; any vector file is removed when the result is
     encrypted (an encrypted index keeps its vectors in SQLite only) or left to be rebuilt."""
+    from . import walk_files
     from .sqlite import DB_FILE  # (sqlite imports this module)
     from .vectors import VECTOR_FILES
 
@@ -140,6 +141,8 @@ def convert(directory: Path, old: Key | None, new: Key | None) -> None:
         target.unlink(missing_ok=True)
     for name in VECTOR_FILES.values():
         (directory / name).unlink(missing_ok=True)
+        (directory / f"{name}.twins").unlink(missing_ok=True)
+    walk_files.remove(directory)  # ppr's arrays hold the corpus's words; the next write renews them
     _sync(directory)
 
 
