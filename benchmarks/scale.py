@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_ratios(rows)
     result = {"command": "python -m benchmarks.scale " + " ".join(argv if argv is not None else sys.argv[1:]),
               "queries": rows[0]["queries"], "measured_at": {r["times"]: r.get("measured_at") for r in rows},
-              "sizes": rows}
+              "sizes": rows, **({"note": args.note} if args.note else {})}
     print(markdown_table(*_table(rows)))
     print(f"wrote {write_result(args.name, result)}")
     plot(rows, args.name)
@@ -318,6 +318,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-ask", action="store_true", help="skip the edge-rag ask process")
     parser.add_argument("--no-wiki", action="store_true", help="skip the 2Wiki questions (sizes above 1×)")
     parser.add_argument("--name", default="scale", help="results file name (default scale)")
+    parser.add_argument("--note", default="", help="a sentence kept in the record (what the run is)")
     parser.add_argument("--reuse", action="store_true", help="take a size's figures kept from an earlier run")
     parser.add_argument("--compare", default="", help="also measure with the code checked out here (before)")
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)
