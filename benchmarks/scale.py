@@ -259,7 +259,10 @@ def _run(command: list[str]) -> None:
 
 def _add_ratios(rows: list[dict[str, Any]]) -> None:
     base = rows[0]
-    for row in rows:
+    for before, row in zip([None, *rows], rows):
+        if before is not None:  # what the stage's text added to the index, per KB of that text
+            added = row["build"]["added_bytes"] / 1000
+            row["added_bytes_per_kb"] = round((row["index_bytes"] - before["index_bytes"]) / added, 1)
         row["vs_first"] = {
             "build_kb_per_cpu_s": round(row["build"]["kb_per_cpu_s"] / base["build"]["kb_per_cpu_s"], 3),
             "index_bytes_per_kb": round(row["index_bytes_per_kb"] / base["index_bytes_per_kb"], 3),
