@@ -81,7 +81,7 @@ def test_the_ablation_without_weights_derives_in_memory(rag: EdgeRAG) -> None:
 def test_string_tables_find_every_key_and_nothing_else() -> None:
     items = {"harbour": 3, "ships": 9, "ämter": 1, "a b c": 4, "": 7}
     arrays = StringTable.arrays(items)
-    table = StringTable(arrays["blob"], arrays["offsets"], arrays["values"])
+    table = StringTable(arrays["blob"], arrays["offsets"], arrays["values"], arrays["hashes"])
     assert {k: table.get(k) for k in items} == items
     assert table.get("harb") is None and table.get("zzz") is None and len(table) == len(items)
 

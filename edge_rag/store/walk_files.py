@@ -17,7 +17,7 @@ Encrypted indexes write no such files (they would hold the corpus's words in the
 
 from __future__ import annotations
 
-import bisect
+import hashlib
 import json
 import os
 import shutil
@@ -30,25 +30,28 @@ import numpy as np
 FOLDER = "walk"
 CURRENT = "current"
 STAMP = "stamp.json"
-FORMAT = 1
+FORMAT = 2
 
 
 class StringTable:
-    """Sorted strings in one UTF-8 blob with offsets, each with an integer value; lookups by
-    binary search over the mapped arrays (no dictionary of every string in memory)."""
+    """Strings in one UTF-8 blob with offsets, each with an integer value, ordered by a 64-bit
+    hash of the string: a lookup is one binary search of the hashes (numpy's, over the mapped
+    array) and one comparison of the string found, with no dictionary of every string in memory."""
 
-    def __init__(self, blob: np.ndarray, offsets: np.ndarray, values: np.ndarray) -> None:
-        self.blob, self.offsets, self.values = blob, offsets, values
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray, values: np.ndarray, hashes: np.ndarray) -> None:
+        self.blob, self.offsets, self.values, self.hashes = blob, offsets, values, hashes
 
     @staticmethod
     def arrays(items: Mapping[str, int]) -> dict[str, np.ndarray]:
-        """The three arrays of a table holding ``items`` (string → value)."""
-        keys = sorted(k.encode("utf-8") for k in items)
-        lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        blob = np.frombuffer(b"".join(keys), dtype=np.uint8) if keys else np.zeros(0, np.uint8)
-        values = np.fromiter((items[k.decode("utf-8")] for k in keys), dtype=np.int64, count=len(keys))
-        return {"blob": blob, "offsets": offsets, "values": values}
+        """The four arrays of a table holding ``items`` (string → value)."""
+        encoded = [(_hash(k.encode("utf-8")), k.encode("utf-8"), v) for k, v in items.items()]
+        encoded.sort(key=lambda e: (e[0], e[1]))
+        lengths = np.fromiter((len(e[1]) for e in encoded), dtype=np.int64, count=len(encoded))
+        blob = b"".join(e[1] for e in encoded)
+        return {"blob": np.frombuffer(blob, dtype=np.uint8) if blob else np.zeros(0, np.uint8),
+                "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                "values": np.fromiter((e[2] for e in encoded), dtype=np.int64, count=len(encoded)),
+                "hashes": np.fromiter((e[0] for e in encoded), dtype=np.uint64, count=len(encoded))}
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -59,8 +62,17 @@ class StringTable:
     def get(self, key: str) -> int | None:
         """The value of ``key``, or None."""
         wanted = key.encode("utf-8")
-        at = bisect.bisect_left(self, wanted)  # StringTable is a sequence of bytes
-        return int(self.values[at]) if at < len(self) and self[at] == wanted else None
+        digest = _hash(wanted)
+        at = int(np.searchsorted(self.hashes, np.uint64(digest)))
+        while at < len(self) and int(self.hashes[at]) == digest:
+            if self[at] == wanted:
+                return int(self.values[at])
+            at += 1
+        return None
+
+
+def _hash(key: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
 
 
 class StringList(Sequence[str]):
@@ -149,12 +161,13 @@ def remove(directory: Path) -> None:
 
 def table(arrays: Mapping[str, np.ndarray], prefix: str) -> StringTable:
     """The ``StringTable`` stored under ``prefix`` in a set of arrays."""
-    return StringTable(arrays[f"{prefix}_blob"], arrays[f"{prefix}_offsets"], arrays[f"{prefix}_values"])
+    return StringTable(arrays[f"{prefix}_blob"], arrays[f"{prefix}_offsets"], arrays[f"{prefix}_values"],
+                       arrays[f"{prefix}_hashes"])
 
 
 def table_names(prefixes: Sequence[str]) -> list[str]:
     """The array names of the tables stored under these prefixes."""
-    return [f"{p}_{part}" for p in prefixes for part in ("blob", "offsets", "values")]
+    return [f"{p}_{part}" for p in prefixes for part in ("blob", "offsets", "values", "hashes")]
 
 
 def _current(directory: Path) -> Path | None:
