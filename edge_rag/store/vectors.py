@@ -55,12 +55,21 @@ class ExactVectors:
 
     @classmethod
     def load(cls, store: GraphStore, kind: str, dim: int, dtype: str) -> ExactVectors:
-        """Every vector of a kind as SQLite holds it, in the search form of ``dtype``."""
-        parts = [(ids, search_form(rows, dtype)) for ids, rows in store.iter_codes(kind)]
-        empty = cls(dim, np.zeros(0, dtype=np.uint64), search_form(np.zeros((0, dim), np.int8), dtype))
-        empty._pending = parts
-        empty._merge()
-        return empty
+        """Every vector of a kind as SQLite holds it, in the search form of ``dtype``: counted
+        first and read into one matrix (not parts joined at the end, which held the matrix
+        twice), through SQLite's page cache rather than its memory map (a chunk's code shares
+        its row's pages with the chunk's text: mapping them held up to ``sqlite_mmap_mb`` more)."""
+        table = VECTOR_TABLES[kind]
+        with store.unmapped(), store.walk.snapshot():
+            total = int(store.conn.execute(f"SELECT count(*) FROM {table} WHERE vector IS NOT NULL")
+                        .fetchone()[0])
+            keys = np.zeros(total, dtype=np.uint64)
+            rows = search_form(np.zeros((total, dim), np.int8), dtype)
+            at = 0
+            for ids, codes in store.iter_codes(kind):
+                keys[at : at + len(ids)], rows[at : at + len(ids)] = ids, search_form(codes, dtype)
+                at += len(ids)
+        return cls(dim, keys, rows)
 
     def __len__(self) -> int:
         self._merge()
