@@ -902,14 +902,15 @@ p50 of `vector`, `ppr` and `auto` over the LiHua dev questions, the first `ppr` 
 process, the peak RSS of the `edge-rag retrieve` and `ask` commands, and recall@5 of the LiHua
 evidence among the distractors. Timings are from a shared machine: compare sizes within a run.""", scale,
             """Built to 5× only: on this machine (load average 20-30 from other sessions) a stage ran on a
-third of a core, and the 10× stage was stopped after 8 minutes (see the issue 46 report for what 30× needs).
-Build text per CPU second stayed flat (4.37, 4.89, 4.72 KB); wall KB/s fell with the load, not the index.
-Retrieval is the same before and after (LiHua recall equal at every size, 2Wiki rankings equal by
-digest); what changed is what a process pays: the first `ppr` question 1.17 s against 10.3 s at 5×, and
-`edge-rag retrieve` 221 against 324 MiB. Recall falls with the distractors for every method (ppr 0.907 →
-0.869 at 5×, beyond issue 46's 0.03). Index bytes per KB double from 3× on because 2Wiki's passages carry
-more names per KB (2Wiki alone: 17.3 KB a KB). The runs predate two reader changes (codes read through
-the page cache into one matrix), measured after at 5×: 229 → 212 MiB after a `ppr` question."""),
+third of a core, and the 10× stage was stopped after 8 minutes (see the issue 46 report for what 30×
+needs). Build text per CPU second stayed flat (4.37, 4.89, 4.72 KB); wall KB/s fell with the load, not
+the index. Retrieval is the same before and after (LiHua recall equal at every size, 2Wiki rankings
+equal by digest); what changed is what a process pays: the first `ppr` question 1.17 s against 10.3 s at
+5×, and `edge-rag retrieve` 221 against 324 MiB. Recall falls with the distractors for every method (ppr
+0.907 → 0.869 at 5×, beyond issue 46's 0.03). Index bytes per KB double from 3× on because 2Wiki's
+passages carry more names per KB (`index_build_2wiki.json`: 51.5 MB for 2.7 MB of passages, 18.9 KB a
+KB). The runs predate two reader changes (codes read through the page cache into one matrix), measured
+after at 5×: 229 → 212 MiB after a `ppr` question."""),
     Section("Prompt injection", ("injection*.json",), """\
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each
