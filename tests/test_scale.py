@@ -144,8 +144,8 @@ def test_twins_survive_a_save_a_reopen_and_their_representatives_removal(repeate
     assert len(reopened) == SAME + OTHERS - 2 and owner not in reopened.twins.of
     found, _ = reopened.search(vectors_row(reopened, 2 if owner != 2 else 3), 5)
     assert owner not in found.tolist() and len(found) == 5
-    found = reopened.search_many(others[1:], 10)
-    assert all(want in f[0].tolist() for f, want in zip(found, keys[1:].tolist()))
+    found = reopened.search_many(others[1:], 10)  # (HNSW after removals: allow its approximation)
+    assert sum(want in f[0].tolist() for f, want in zip(found, keys[1:].tolist())) >= 0.99 * (OTHERS - 1)
 
 
 def test_stored_names_match_as_the_names_in_memory_do(lihua_index, monkeypatch) -> None:

@@ -478,7 +478,7 @@ class Twins:
 
 
 def _digest(row: np.ndarray) -> bytes:
-    return hashlib.blake2b(np.ascontiguousarray(row).tobytes(), digest_size=16).digest()
+    return hashlib.blake2b(np.ascontiguousarray(row).data, digest_size=16).digest()
 
 
 def _scrub(index: Index, dim: int, dtype: str) -> None:

@@ -48,7 +48,7 @@ class StringTable:
         encoded.sort(key=lambda e: (e[0], e[1]))
         lengths = np.fromiter((len(e[1]) for e in encoded), dtype=np.int64, count=len(encoded))
         blob = b"".join(e[1] for e in encoded)
-        return {"blob": np.frombuffer(blob, dtype=np.uint8) if blob else np.zeros(0, np.uint8),
+        return {"blob": np.array(bytearray(blob), dtype=np.uint8),
                 "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
                 "values": np.fromiter((e[2] for e in encoded), dtype=np.int64, count=len(encoded)),
                 "hashes": np.fromiter((e[0] for e in encoded), dtype=np.uint64, count=len(encoded))}
@@ -57,7 +57,7 @@ class StringTable:
         return len(self.offsets) - 1
 
     def __getitem__(self, n: int) -> bytes:
-        return self.blob[int(self.offsets[n]) : int(self.offsets[n + 1])].tobytes()
+        return bytes(self.blob[int(self.offsets[n]) : int(self.offsets[n + 1])])
 
     def get(self, key: str) -> int | None:
         """The value of ``key``, or None."""
@@ -86,7 +86,7 @@ class StringList(Sequence[str]):
         """The two arrays of a list holding ``strings``."""
         encoded = [s.encode("utf-8") for s in strings]
         lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
-        blob = np.frombuffer(b"".join(encoded), dtype=np.uint8) if encoded else np.zeros(0, np.uint8)
+        blob = np.array(bytearray(b"".join(encoded)), dtype=np.uint8)
         return {"blob": blob, "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)}
 
     def __len__(self) -> int:
@@ -95,12 +95,12 @@ class StringList(Sequence[str]):
     def __getitem__(self, n: Any) -> Any:
         if isinstance(n, slice):
             return self.block(*n.indices(len(self))[:2])
-        return self.blob[int(self.offsets[n]) : int(self.offsets[n + 1])].tobytes().decode("utf-8")
+        return bytes(self.blob[int(self.offsets[n]) : int(self.offsets[n + 1])]).decode("utf-8")
 
     def block(self, start: int, end: int) -> list[str]:
         """The strings ``start`` to ``end`` (exclusive), decoded in one pass."""
         ends = self.offsets[start : end + 1].tolist()
-        data = self.blob[ends[0] : ends[-1]].tobytes()
+        data = bytes(self.blob[ends[0] : ends[-1]])
         return [data[a - ends[0] : b - ends[0]].decode("utf-8") for a, b in zip(ends, ends[1:])]
 
 
