@@ -28,6 +28,7 @@ from .plan import Plan, Planner, QuestionProbes, make_planner, run_planner
 from .questions import clauses, compares_titles, forget_terms, names_a_seed, names_a_title
 from .retrieve import DENSE_K, IndexView, Retrieval, RetrievedChunk, WalkGraph, make_retriever
 from .retrieve.title_index import TitleIndex
+from .retrieve.walk_cache import open_names, open_walk, store_walk
 from .store import DocumentRecord, IndexStore, VectorIndex, WriteLock
 from .store.rekey import convert
 from .store.schema import VECTOR_KINDS
@@ -171,6 +172,7 @@ class EdgeRAG:
                 # rebuilding them would hold a second HNSW graph in memory (issue 16's build bound).
                 self._readers.clear()
                 self.store.compact()
+            store_walk(self.directory, self.store)
             return report
 
     def _ends_bulk(self, written: int) -> bool:
@@ -200,12 +202,15 @@ class EdgeRAG:
             if self._ends_bulk(report.chunks):
                 self._readers.clear()
                 self.store.compact()
+            store_walk(self.directory, self.store)
             return report
 
     def delete(self, doc_id: str) -> int:
         """Delete a document, its chunks and vectors; returns how many chunks went."""
         with WriteLock(self.directory):
-            return self._indexer(extract=False).delete(doc_id)
+            removed = self._indexer(extract=False).delete(doc_id)
+            store_walk(self.directory, self.store)
+            return removed
 
     def compact(self) -> tuple[int, int]:
         """Return the space deletes leave to the disk: ``VACUUM`` the SQLite file and rewrite
@@ -345,14 +350,17 @@ class EdgeRAG:
         changes)."""
         version = self.store.data_version()
         if self._names is None or self._names[0] != version:
-            self._names = (version, NameMatcher(self.store.graph.spellings()))
+            stored = open_names(self.directory, self.store)
+            self._names = (version, stored or NameMatcher(self.store.graph.spellings()))
         return self._names[1]
 
     def walk_graph(self) -> WalkGraph:
         """The ``ppr`` method's transition matrix (rebuilt when the index changes)."""
         version = self.store.data_version()
         if self._walk is None or self._walk[0] != version:
-            self._walk = (version, WalkGraph.from_store(self.store, self.settings.use_weights))
+            weights = self.settings.use_weights
+            stored = open_walk(self.directory, self.store, weights)
+            self._walk = (version, stored or WalkGraph.from_store(self.store, weights))
         return self._walk[1]
 
     def _titles(self) -> TitleIndex | None:

@@ -27,7 +27,11 @@ The estimate adds up, in MiB:
   files, which queries map and touch, and the codes of every kind searched exactly (no file:
   fewer than ``vector_file_min`` vectors), which are read into memory. The graph retrievers'
   transient working set is not a term of its own (dual on 2WikiMultihopQA: +165 MiB over
-  vector, next to 162 MiB of USearch files).
+  vector, next to 162 MiB of USearch files). Since issue 46 ``ppr``'s walk matrix, BM25 postings
+  and title table are files the build writes (``walk/``) and queries map: they count whole, like
+  the USearch files, plus ``WALK_BYTES_PER_NODE`` for the walk's dense per-query arrays (rank,
+  residual, seeds, pushes, fused scores); nothing else of ``ppr`` grows with the corpus in a
+  reader's memory (``benchmarks/results/scale.json``).
 
 For the optimum graphs the estimate is on the safe side for Qwen2.5-0.5B (1.45-1.70x the
 measured peak) but not for SmolLM2-135M with the graph retrievers (the Pi Zero profile measured
@@ -51,6 +55,7 @@ from .config import Settings
 from .errors import MemoryBudgetExceeded, ModelNotFound
 from .models.decoder import cache_dtype
 from .models.folder import ModelFolder
+from .store import walk_files
 from .store.vectors import in_memory_bytes
 
 MIB = 2**20
@@ -60,6 +65,7 @@ ARENA_MB_PER_TOKEN = 0.13
 GQA_WEIGHTS_FACTOR = 1.2
 GQA_ARENA_MB_PER_TOKEN = 0.02
 MIN_WINDOW = 512
+WALK_BYTES_PER_NODE = 6 * 8
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,8 @@ def estimate_memory(settings: Settings, index: Path | None = None, with_slm: boo
     parts = {"runtime": RUNTIME_MB,
              "embedder": _folder_mb(models / settings.embedder) + EMBEDDER_WORK_MB,
              "index": settings.sqlite_cache_mb + _mapped_sqlite_mb(settings, index)
-                      + (_vectors_mb(index, settings.vector_dtype, store) if index else 0.0)}
+                      + (_vectors_mb(index, settings.vector_dtype, store) if index else 0.0)
+                      + (walk_mb(index) if index else 0.0)}
     if with_slm:
         parts["slm"] = slm_mb(models / settings.slm, settings.slm_context_tokens)
     return MemoryEstimate({k: round(v, 1) for k, v in parts.items()}, float(settings.memory_budget_mb))
@@ -141,6 +148,14 @@ def _mapped_sqlite_mb(settings: Settings, index: Path | None) -> float:
     if database is None or not database.is_file():
         return float(settings.sqlite_mmap_mb)
     return min(float(settings.sqlite_mmap_mb), database.stat().st_size / MIB)
+
+
+def walk_mb(index: Path) -> float:
+    """``ppr``'s mapped walk files (counted whole) and its per-query node arrays."""
+    stamp = walk_files.current_stamp(index)
+    if stamp is None:
+        return 0.0
+    return (walk_files.current_bytes(index) + WALK_BYTES_PER_NODE * int(stamp.get("nodes", 0))) / MIB
 
 
 def _vectors_mb(index: Path, dtype: str, store: Any = None) -> float:

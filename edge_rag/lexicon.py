@@ -151,6 +151,13 @@ def specific_terms(question: str) -> list[str]:
     return found
 
 
+def question_grams(question: str) -> list[str]:
+    """The question's word 1- to 3-grams that may name an entity (``NameMatcher``), sorted."""
+    words = re.findall(r"[\w'\-]+", question)
+    spans = {" ".join(words[i : i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)}
+    return sorted(g for g in spans if g.lower() not in QUERY_STOPWORDS and len(g) > 2)
+
+
 class NameMatcher:
     """The graph's entity names, compacted once, for fuzzy matching of query n-grams."""
 
@@ -162,9 +169,7 @@ class NameMatcher:
         """Entity names that occur in the question, spelling variants allowed."""
         if not self.names:
             return []
-        words = re.findall(r"[\w'\-]+", question)
-        spans = {" ".join(words[i : i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)}
-        grams = sorted(g for g in spans if g.lower() not in QUERY_STOPWORDS and len(g) > 2)
+        grams = question_grams(question)
         if not grams:
             return []
         # One n-grams × names matrix; the best (first on ties) name per n-gram, as extractOne would.

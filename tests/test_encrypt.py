@@ -39,10 +39,10 @@ def phrases(folder: Path, count: int = 40) -> list[bytes]:
 def files_holding(directory: Path, needles: list[bytes]) -> dict[str, list[bytes]]:
     """Every file of the directory that holds one of the byte strings, with those it holds."""
     out = {}
-    for path in sorted(directory.iterdir()):
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):  # walk/'s arrays too
         data = path.read_bytes()
         if hits := [n for n in needles if n in data]:
-            out[path.name] = hits
+            out[str(path.relative_to(directory))] = hits
     return out
 
 

@@ -17,7 +17,7 @@ term.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +33,7 @@ class ChunkTerms:
     """Every chunk's BM25 term weights, term-major: the chunks of term ``t`` are
     ``positions[indptr[t]:indptr[t + 1]]`` with weights idf(t) · saturated tf."""
 
-    vocabulary: dict[str, int]
+    vocabulary: Mapping[str, int]
     indptr: np.ndarray
     positions: np.ndarray
     weights: np.ndarray
@@ -65,3 +65,52 @@ class ChunkTerms:
             start, end = self.indptr[term], self.indptr[term + 1]
             out[self.positions[start:end]] += self.weights[start:end]
         return out
+
+
+FLUSH = 2048
+
+
+class TermCounts:
+    """``ChunkTerms.build`` fed one text at a time, its counts kept as arrays every ``FLUSH``
+    texts (Python lists of a 30 MB corpus's term counts would take hundreds of MiB)."""
+
+    def __init__(self) -> None:
+        self.vocabulary: dict[str, int] = {}
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._terms: list[int] = []
+        self._tf: list[int] = []
+        self._distinct: list[int] = []
+
+    def add(self, text: str) -> None:
+        """Count one chunk's terms (chunks are numbered in the order they are added)."""
+        counts = Counter(index_terms(text))
+        self._terms.extend(self.vocabulary.setdefault(t, len(self.vocabulary)) for t in counts)
+        self._tf.extend(counts.values())
+        self._distinct.append(len(counts))
+        if len(self._distinct) >= FLUSH:
+            self._flush()
+
+    def finish(self) -> ChunkTerms:
+        """The BM25 index of every text added (``ChunkTerms.build``'s arithmetic)."""
+        self._flush()
+        terms, tf, distinct = (np.concatenate([p[n] for p in self._parts]) if self._parts
+                               else np.zeros(0, np.int64) for n in range(3))
+        n_chunks = len(distinct)
+        chunks = np.repeat(np.arange(n_chunks), distinct)
+        tf = tf.astype(np.float64)
+        lengths = np.bincount(chunks, weights=tf, minlength=n_chunks)
+        norm = lengths[chunks] / max(float(lengths.mean()) if n_chunks else 0.0, 1.0)
+        saturated = tf * (K1 + 1) / (tf + K1 * (1 - B + B * norm))
+        df = np.bincount(terms, minlength=len(self.vocabulary))
+        idf = np.log1p((n_chunks - df + 0.5) / (df + 0.5))
+        order = np.argsort(terms, kind="stable")
+        indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+        weights = (saturated * idf[terms])[order].astype(np.float32)
+        return ChunkTerms(self.vocabulary, indptr, chunks[order].astype(np.int32), weights,
+                          idf.astype(np.float32), n_chunks)
+
+    def _flush(self) -> None:
+        if self._distinct:
+            self._parts.append((np.asarray(self._terms, np.int64), np.asarray(self._tf, np.int64),
+                                np.asarray(self._distinct, np.int64)))
+            self._terms, self._tf, self._distinct = [], [], []

@@ -86,17 +86,19 @@ from ..questions import clauses, query_terms
 from ..store.walk import GraphArrays
 from .base import timed
 from .graph_reader import GraphReader
-from .lexical import ChunkTerms
+from .lexical import ChunkTerms, TermCounts
 from .title_index import TitleIndex
 from .types import EntityHit, Retrieval, RetrievedChunk
 
 if TYPE_CHECKING:
-    from ..store import ChunkRecord, IndexStore
+    from ..store import IndexStore
 
 DAMPING = 0.5
 SPECIFICITY = 0.5
 TOLERANCE = 1e-5
 MAX_ROUNDS = 200
+PUSH_DENSE = 0.25  # a local round pushing along over 4 edges a node sums over every node
+LOCAL_FROM = 60_000  # nodes from which the walk scans only the nodes its mass reached
 FUSION = 1.0
 LEXICAL = 0.25
 CHUNK_SEEDS = 10
@@ -128,12 +130,23 @@ class WalkGraph:
     @classmethod
     def from_store(cls, store: IndexStore, use_weights: bool = True) -> WalkGraph:
         """The graph of an open store, with its documents' title links (see ``title_index.py``) and
-        its chunks' BM25 index (``lexical.py``)."""
-        arrays = store.walk.arrays()
-        ids = [int(c) for c in arrays.chunk_ids]
-        chunks = store.chunks(ids)
-        lexical = ChunkTerms.build([chunks[c].text if c in chunks else "" for c in ids])
-        return cls.build(arrays, use_weights, *_title_links(store, chunks), lexical=lexical)
+        its chunks' BM25 index (``lexical.py``), derived in memory from one consistent read."""
+        with store.walk.snapshot():
+            arrays = store.walk.arrays()
+            first = store.walk.first_chunks()
+            titled = store.walk.titles()
+            index = (TitleIndex.build((t, first[d]) for d, t in titled.items() if d in first)
+                     if titled else None)
+            terms, pairs = TermCounts(), list[tuple[int, int]]()
+            for rows in store.walk.chunk_texts():
+                for chunk_id, doc_id, text in rows:
+                    terms.add(text)
+                    if index is not None:
+                        pairs.extend((chunk_id, target) for target in index.find(text, capitalised=True)
+                                     if target != first.get(doc_id))
+        ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        links = (ends[:, 0], ends[:, 1]) if index is not None else None
+        return cls.build(arrays, use_weights, index, links, terms.finish())
 
     @classmethod
     def build(cls, arrays: GraphArrays, use_weights: bool = True, titles: TitleIndex | None = None,
@@ -183,7 +196,36 @@ class WalkGraph:
         nodes pass theirs back to the seeds. It stops when no node holds more residual than
         ``tolerance`` per neighbour, so each node's error is below that, and a query touches
         only the part of the graph its mass reaches instead of every edge once per iteration.
+        From ``LOCAL_FROM`` nodes on, only the nodes the mass has reached are scanned
+        (``touched``): a round costs the neighbourhood, not the graph (issue 46), and sums the
+        same pushes in the same order as a scan of every node does (equal ranks, bit for bit).
         """
+        if self.size < LOCAL_FROM:
+            return self._pagerank_dense(seeds, damping, tolerance)
+        rank = np.zeros(self.size)
+        residual = seeds.astype(np.float64)
+        seed_nodes = np.flatnonzero(residual)
+        seed_mass, touched = seeds[seed_nodes], seed_nodes
+        seen = np.zeros(self.size, dtype=bool)
+        seen[seed_nodes] = True
+        for _ in range(MAX_ROUNDS):
+            active = np.sort(touched[residual[touched] > tolerance * self.width[touched]])
+            if not active.size:
+                break
+            mass = residual[active]
+            residual[active] = 0.0
+            rank[active] += (1 - damping) * mass
+            residual[seed_nodes] += damping * float(mass[self.dangling[active]].sum()) * seed_mass
+            edges, counts = self._edges_of(active)
+            pushed = self.data[edges] * np.repeat(damping * mass, counts)
+            reached = self._push(residual, self.indices[edges], pushed)
+            fresh = reached[~seen[reached]]
+            seen[fresh] = True
+            touched = np.concatenate([touched, fresh])
+        return rank
+
+    def _pagerank_dense(self, seeds: np.ndarray, damping: float, tolerance: float) -> np.ndarray:
+        """``pagerank`` scanning every node each round: cheaper below ``LOCAL_FROM`` nodes."""
         rank = np.zeros(self.size)
         residual = seeds.astype(np.float64)
         threshold = tolerance * self.width
@@ -195,11 +237,28 @@ class WalkGraph:
             residual[active] = 0.0
             rank[active] += (1 - damping) * mass
             residual += damping * float(mass[self.dangling[active]].sum()) * seeds
-            starts, counts = self.indptr[active], self.indptr[active + 1] - self.indptr[active]
-            edges = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+            edges, counts = self._edges_of(active)
             pushed = self.data[edges] * np.repeat(damping * mass, counts)
             residual += np.bincount(self.indices[edges], weights=pushed, minlength=self.size)
         return rank
+
+    def _edges_of(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions of the nodes' edges in ``indices``/``data`` (row by row) and each row's count."""
+        starts, counts = self.indptr[nodes], self.indptr[nodes + 1] - self.indptr[nodes]
+        return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum()), counts
+
+    def _push(self, residual: np.ndarray, targets: np.ndarray, pushed: np.ndarray) -> np.ndarray:
+        """Add the pushed mass to its targets (summed per target in edge order, as one bincount
+        over every node would); returns the nodes reached. Many pushes are summed over every
+        node (no sort), few over the distinct targets."""
+        if PUSH_DENSE * len(targets) > self.size:
+            sums = np.bincount(targets, weights=pushed, minlength=self.size)
+            reached = np.flatnonzero(sums)
+            residual[reached] += sums[reached]
+            return reached
+        reached, at = np.unique(targets, return_inverse=True)
+        residual[reached] += np.bincount(at, weights=pushed, minlength=len(reached))
+        return reached
 
 
 class PPRRetriever:
@@ -347,23 +406,6 @@ def _part(nodes: np.ndarray, weights: list[float]) -> tuple[np.ndarray, np.ndarr
     values = np.asarray(weights, dtype=np.float64)
     keep = (nodes >= 0) & (values > 0)
     return (nodes[keep], values[keep]) if keep.any() else None
-
-
-TitleLinks = tuple[TitleIndex | None, tuple[np.ndarray, np.ndarray] | None]
-
-
-def _title_links(store: IndexStore, chunks: dict[int, ChunkRecord]) -> TitleLinks:
-    """The titled documents' index and every (chunk, titled first chunk) pair the texts name."""
-    titles = {d.id: d.metadata["title"] for d in store.documents()
-              if isinstance(d.metadata.get("title"), str)}
-    if not titles:
-        return None, None
-    first = {r.doc_id: r.id for r in sorted(chunks.values(), key=lambda r: r.ord, reverse=True)}
-    index = TitleIndex.build((title, first[doc]) for doc, title in titles.items() if doc in first)
-    pairs = [(r.id, target) for r in chunks.values() for target in index.find(r.text, capitalised=True)
-             if target != first.get(r.doc_id)]
-    ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    return index, (ends[:, 0], ends[:, 1])
 
 
 def _edges(arrays: GraphArrays, use_weights: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ Documents without a ``title`` in their metadata (chat logs, plain files) add not
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..lexicon import QUESTION_WORDS, STOPWORDS
@@ -35,8 +35,8 @@ def title_key(text: str) -> tuple[str, ...]:
 class TitleIndex:
     """Titled documents' first chunks by their title's words, and a longest-match scanner."""
 
-    chunk_of: dict[tuple[str, ...], int]
-    lengths: dict[str, tuple[int, ...]]
+    chunk_of: Mapping[tuple[str, ...], int]
+    lengths: Mapping[str, tuple[int, ...]]
 
     @classmethod
     def build(cls, titled: Iterable[tuple[str, int]]) -> TitleIndex:

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from ..errors import IndexCorrupt, IndexLocked, WrongKey
+from . import walk_files
 from .cipher import Key, check_key, connect, is_encrypted, key_text, sqlcipher
 from .sqlite import DB_FILE
 from .vectors import VECTOR_FILES
@@ -35,6 +36,8 @@ def convert(directory: Path, old: Key | None, new: Key | None) -> None:
         target.unlink(missing_ok=True)
     for name in VECTOR_FILES.values():
         (directory / name).unlink(missing_ok=True)
+        (directory / f"{name}.twins").unlink(missing_ok=True)
+    walk_files.remove(directory)  # ppr's arrays hold the corpus's words; the next write renews them
     _sync(directory)
 
 

@@ -15,6 +15,7 @@ HNSW file repeats every vector next to its graph links (measured in
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import zlib
@@ -54,12 +55,21 @@ class ExactVectors:
 
     @classmethod
     def load(cls, store: IndexStore, kind: str, dim: int, dtype: str) -> ExactVectors:
-        """Every vector of a kind as SQLite holds it, in the search form of ``dtype``."""
-        parts = [(ids, search_form(rows, dtype)) for ids, rows in store.iter_codes(kind)]
-        empty = cls(dim, np.zeros(0, dtype=np.uint64), search_form(np.zeros((0, dim), np.int8), dtype))
-        empty._pending = parts
-        empty._merge()
-        return empty
+        """Every vector of a kind as SQLite holds it, in the search form of ``dtype``: counted
+        first and read into one matrix (not parts joined at the end, which held the matrix
+        twice), through SQLite's page cache rather than its memory map (a chunk's code shares
+        its row's pages with the chunk's text: mapping them held up to ``sqlite_mmap_mb`` more)."""
+        table = VECTOR_TABLES[kind]
+        with store.unmapped(), store.walk.snapshot():
+            total = int(store.conn.execute(f"SELECT count(*) FROM {table} WHERE vector IS NOT NULL")
+                        .fetchone()[0])
+            keys = np.zeros(total, dtype=np.uint64)
+            rows = search_form(np.zeros((total, dim), np.int8), dtype)
+            at = 0
+            for ids, codes in store.iter_codes(kind):
+                keys[at : at + len(ids)], rows[at : at + len(ids)] = ids, search_form(codes, dtype)
+                at += len(ids)
+        return cls(dim, keys, rows)
 
     def __len__(self) -> int:
         self._merge()
@@ -144,6 +154,7 @@ class VectorIndex:
         self.generation: int | None = None
         self.rebuilt = False
         self.viewed = False
+        self.twins = Twins(kind == "chunk")
         self._last: tuple[np.ndarray, int, np.ndarray, np.ndarray] | None = None
 
     def open(self, writable: bool = False) -> VectorIndex:
@@ -153,15 +164,18 @@ class VectorIndex:
         self.generation, self._last = state["generation"], None
         if self.persist and (state["saved_count"] or 0) >= self.file_min and self._file_is_current(state):
             loaded = Index.restore(str(self.path), view=not writable)
-            if loaded is not None and len(loaded) == state["saved_count"]:
+            pairs = self.twins.read(self.twins_path)
+            if loaded is not None and len(loaded) + len(pairs) == state["saved_count"]:
                 self.index, self.exact, self.rebuilt, self.viewed = loaded, None, False, not writable
+                self.twins.load(pairs)
                 return self
         exact = ExactVectors.load(self.store, self.kind, self.dim, self.dtype)
         if len(exact) >= self.file_min:
-            self.index, self.exact, self.viewed = exact.to_hnsw(self.dtype), None, False
+            self.index, self.exact, self.viewed = self._to_hnsw(exact), None, False
             self.rebuilt = self.persist or self.path.exists()
         else:  # a file left from a larger past (or an older edge-rag) is removed at the next save
             self.index, self.exact, self.rebuilt, self.viewed = None, exact, self.path.exists(), False
+            self.twins.load(np.zeros((0, 2), dtype=np.int64))
         return self
 
     @property
@@ -176,7 +190,7 @@ class VectorIndex:
     def __len__(self) -> int:
         if self.exact is not None:
             return len(self.exact)
-        return len(self.index) if self.index is not None else 0
+        return (len(self.index) if self.index is not None else 0) + len(self.twins)
 
     def add(self, keys: list[int], vectors: np.ndarray) -> None:
         """Add vectors under integer keys (the SQLite row ids)."""
@@ -187,7 +201,10 @@ class VectorIndex:
         if self.exact is not None:
             self.exact.add(ids, rows)
         else:
-            self._writable().add(ids, rows)
+            index = self._writable()
+            fresh = self.twins.admit(index, ids, rows)
+            if fresh.any():
+                index.add(ids[fresh], rows[fresh])
 
     def remove(self, keys: list[int]) -> None:
         """Remove keys (missing ones are ignored)."""
@@ -197,7 +214,8 @@ class VectorIndex:
         if self.exact is not None:
             self.exact.remove(np.asarray(keys, dtype=np.uint64))
         else:
-            self._writable().remove(np.asarray(keys, dtype=np.uint64))
+            index = self._writable()
+            index.remove(self.twins.release(index, np.asarray(keys, dtype=np.uint64)))
             self.removed = True
 
     def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -226,7 +244,8 @@ class VectorIndex:
             return self.exact.search(for_search(vector, self.dtype), k)
         assert self.index is not None
         matches = self.index.search(for_search(vector, self.dtype), min(k, len(self.index)))
-        return np.asarray(matches.keys), 1.0 - np.asarray(matches.distances, dtype=np.float32)
+        return self.twins.expand(np.asarray(matches.keys),
+                                 1.0 - np.asarray(matches.distances, dtype=np.float32), k)
 
     def search_many(self, vectors: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """``search`` for each row of a matrix, in one call."""
@@ -240,8 +259,8 @@ class VectorIndex:
         assert self.index is not None
         found = self.index.search(for_search(vectors, self.dtype), min(k, len(self.index)))
         counts = np.asarray(found.counts)  # type: ignore[union-attr]  # a batch (len > 1)
-        return [(np.asarray(found.keys[i][: counts[i]]),
-                 1.0 - np.asarray(found.distances[i][: counts[i]], dtype=np.float32))
+        return [self.twins.expand(np.asarray(found.keys[i][: counts[i]]),
+                                  1.0 - np.asarray(found.distances[i][: counts[i]], dtype=np.float32), k)
                 for i in range(len(vectors))]
 
     def save(self, generation: int) -> None:
@@ -251,21 +270,23 @@ class VectorIndex:
         count recorded in SQLite."""
         if not self.persist or (self.exact is not None and len(self.exact) < self.file_min):
             self.path.unlink(missing_ok=True)
+            self.twins_path.unlink(missing_ok=True)
             self.generation = generation
             return
         if self.exact is not None:  # grown past file_min: from now on an HNSW file
-            self.index, self.exact, self.viewed = self.exact.to_hnsw(self.dtype), None, False
+            self.index, self.exact, self.viewed = self._to_hnsw(self.exact), None, False
         index = self._writable()
         if self.removed:
             _scrub(index, self.dim, self.dtype)
             self.removed = False
+        self.twins.write(self.twins_path)
         tmp = self.path.with_suffix(".usearch.tmp")
         index.save(str(tmp))
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)
         self.store.record_vector_file(
-            self.kind, generation, len(index), self.path.stat().st_size, _crc32(self.path)
+            self.kind, generation, len(index) + len(self.twins), self._files_bytes(), self._files_crc()
         )
         self.generation = generation
 
@@ -276,12 +297,34 @@ class VectorIndex:
         self.index, self.exact, self.viewed, self.rebuilt = None, exact, False, True
         self.save(generation)
 
+    @property
+    def twins_path(self) -> Path:
+        """The file of keys whose vectors repeat another key's (``Twins``), beside the HNSW file."""
+        return self.path.with_name(self.path.name + ".twins")
+
     def _file_is_current(self, state: VectorState) -> bool:
         if state["saved_generation"] != state["generation"] or not self.path.is_file():
             return False
-        if self.path.stat().st_size != state["saved_bytes"]:
+        if self._files_bytes() != state["saved_bytes"]:
             return False
-        return _crc32(self.path) == state["saved_crc32"]
+        return self._files_crc() == state["saved_crc32"]
+
+    def _files_bytes(self) -> int:
+        twins = self.twins_path.stat().st_size if self.twins_path.is_file() else 0
+        return self.path.stat().st_size + twins
+
+    def _files_crc(self) -> int:
+        crc = _crc32(self.path)
+        return _crc32(self.twins_path, crc) if self.twins_path.is_file() else crc
+
+    def _to_hnsw(self, exact: ExactVectors) -> Index:
+        """An HNSW index of the exact rows, repeated rows entered once (``Twins``)."""
+        exact._merge()
+        keep = self.twins.split(exact.keys, exact.rows)
+        index = Index(ndim=self.dim, metric="cos", dtype=self.dtype)
+        if keep.any():
+            index.add(exact.keys[keep], exact.rows[keep])
+        return index
 
     def _empty(self) -> Index:
         return Index(ndim=self.dim, metric="cos", dtype=self.dtype)
@@ -297,6 +340,147 @@ class VectorIndex:
         return self.index
 
 
+class Twins:
+    """Keys whose vectors repeat another key's exactly, kept out of the HNSW graph.
+
+    Many identical vectors (a signature or a quoted line that makes a chunk of its own in every
+    mail) fill HNSW neighbour lists with each other at distance zero, and the search stops
+    reaching other vectors: 20,000 copies of one vector among 2,000 others left USearch finding
+    46 % of the others first (``tests/test_scale.py``). So the graph holds each distinct vector
+    once, under its first key (the representative); its twins are listed here, returned with it
+    by every search at the same similarity, and saved beside the HNSW file. Removing a
+    representative promotes its first twin. Only the chunk kind has twins (``enabled``)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.of: dict[int, list[int]] = {}
+        self.rep: dict[int, int] = {}
+        self._codes: dict[bytes, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.rep)
+
+    def read(self, path: Path) -> np.ndarray:
+        """The (twin, representative) pairs saved at ``path`` (none when it is absent)."""
+        if not self.enabled or not path.is_file():
+            return np.zeros((0, 2), dtype=np.int64)
+        try:
+            return np.load(path, allow_pickle=False).reshape(-1, 2)
+        except (OSError, ValueError):
+            return np.zeros((0, 2), dtype=np.int64)
+
+    def load(self, pairs: np.ndarray) -> None:
+        """Take the pairs ``read`` gave."""
+        self.of, self.rep, self._codes = {}, {}, None
+        for twin, rep in pairs.tolist():
+            self.rep[twin] = rep
+            self.of.setdefault(rep, []).append(twin)
+
+    def write(self, path: Path) -> None:
+        """Save the pairs atomically beside the HNSW file (no file when there are none)."""
+        if not self.rep:
+            path.unlink(missing_ok=True)
+            return
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as handle:
+            np.save(handle, np.asarray(sorted(self.rep.items()), dtype=np.int64), allow_pickle=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+
+    def split(self, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Start afresh from every row: which ones enter the graph (the first of each repeat)."""
+        self.of, self.rep, self._codes = {}, {}, None
+        if not self.enabled or len(keys) == 0:
+            return np.ones(len(keys), dtype=bool)
+        flat = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1])))
+        _, first, inverse = np.unique(flat.ravel(), return_index=True, return_inverse=True)
+        owner = first[inverse.ravel()]
+        twins = np.flatnonzero(owner != np.arange(len(keys)))
+        for n in twins.tolist():
+            self._pair(int(keys[n]), int(keys[owner[n]]))
+        keep = np.ones(len(keys), dtype=bool)
+        keep[twins] = False
+        return keep
+
+    def admit(self, index: Index, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Rows about to be added: which ones enter the graph; the others become twins of the
+        representative holding the same vector."""
+        if not self.enabled:
+            return np.ones(len(keys), dtype=bool)
+        codes = self._codes_of(index)
+        fresh = np.ones(len(keys), dtype=bool)
+        for n, (key, row) in enumerate(zip(keys.tolist(), rows)):
+            digest = _digest(row)
+            owner = codes.get(digest)
+            if owner is None:
+                codes[digest] = key
+            else:
+                self._pair(key, owner)
+                fresh[n] = False
+        return fresh
+
+    def release(self, index: Index, keys: np.ndarray) -> np.ndarray:
+        """Keys about to be removed: the ones to remove from the graph. A twin just leaves its
+        list; a representative hands its vector to its first twin."""
+        if not self.enabled or not (self.rep or self._codes):
+            return keys
+        out = []
+        for key in keys.tolist():
+            if key in self.rep:
+                owner = self.rep.pop(key)
+                self.of[owner].remove(key)
+                if not self.of[owner]:
+                    del self.of[owner]
+                continue
+            out.append(key)
+            if key in index:
+                self._hand_over(index, key)
+        return np.asarray(out, dtype=np.uint64)
+
+    def expand(self, keys: np.ndarray, sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Search results with each representative followed by its twins, cut to ``k``."""
+        if not self.of:
+            return keys, sims
+        out_keys, out_sims = [], []
+        for key, sim in zip(keys.tolist(), sims.tolist()):
+            for one in (key, *self.of.get(key, ())):
+                out_keys.append(one)
+                out_sims.append(sim)
+        return np.asarray(out_keys[:k], dtype=keys.dtype), np.asarray(out_sims[:k], dtype=np.float32)
+
+    def _hand_over(self, index: Index, key: int) -> None:
+        vector = np.asarray(index.get(key))
+        digest = _digest(vector)
+        twins = self.of.pop(key, [])
+        if self._codes is not None and self._codes.get(digest) == key:
+            del self._codes[digest]
+        if not twins:
+            return
+        heir, rest = twins[0], twins[1:]
+        del self.rep[heir]
+        index.add(heir, vector)
+        for twin in rest:
+            self._pair(twin, heir)
+        if self._codes is not None:
+            self._codes[digest] = heir
+
+    def _pair(self, twin: int, owner: int) -> None:
+        self.rep[twin] = owner
+        self.of.setdefault(owner, []).append(twin)
+
+    def _codes_of(self, index: Index) -> dict[bytes, int]:
+        if self._codes is None:
+            keys = np.asarray(index.keys, dtype=np.uint64)
+            rows = np.asarray(index.get(keys)) if len(keys) else np.zeros((0, index.ndim))
+            self._codes = {_digest(row): int(key) for key, row in zip(keys.tolist(), rows)}
+        return self._codes
+
+
+def _digest(row: np.ndarray) -> bytes:
+    return hashlib.blake2b(np.ascontiguousarray(row).data, digest_size=16).digest()
+
+
 def _scrub(index: Index, dim: int, dtype: str) -> None:
     """Overwrite the vectors of removed keys, which USearch keeps in its slots (and in the file it
     saves), so that a deleted document's vectors leave the file too: filler vectors are added until
@@ -309,8 +493,7 @@ def _scrub(index: Index, dim: int, dtype: str) -> None:
     index.remove(keys)
 
 
-def _crc32(path: Path) -> int:
-    crc = 0
+def _crc32(path: Path, crc: int = 0) -> int:
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             crc = zlib.crc32(block, crc)

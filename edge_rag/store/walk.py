@@ -4,8 +4,10 @@ arrays, read once per index generation, plus the few per-query lookups it makes.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -40,26 +42,56 @@ class WalkTables:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
-    def arrays(self) -> GraphArrays:
-        """Every node, relation and chunk link (one consistent read)."""
-        self.conn.execute("BEGIN")  # one read snapshot for all four tables
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction around several reads (they see one state of the index)."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
         try:
-            entities = self._ints("SELECT id FROM entities ORDER BY id")
-            chunks = self.conn.execute("SELECT id, doc_id, ord FROM chunks ORDER BY id").fetchall()
-            relations = self.conn.execute(
-                "SELECT source_id, target_id, coalesce(weight, score), kind = 'similar' FROM relations"
-            ).fetchall()
-            links = self.conn.execute("SELECT chunk_id, entity_id FROM chunk_entities").fetchall()
+            yield
         finally:
             self.conn.execute("COMMIT")
-        docs: dict[str, int] = {}
-        column = lambda rows, i, dtype: np.asarray([r[i] for r in rows], dtype=dtype)
-        return GraphArrays(
-            entities, column(chunks, 0, np.int64),
-            np.asarray([docs.setdefault(r[1], len(docs)) for r in chunks], dtype=np.int64),
-            column(chunks, 2, np.int64), column(relations, 0, np.int64), column(relations, 1, np.int64),
-            column(relations, 2, np.float32), column(relations, 3, bool),
-            column(links, 0, np.int64), column(links, 1, np.int64))
+
+    def arrays(self) -> GraphArrays:
+        """Every node, relation and chunk link (one consistent read), streamed into arrays a few
+        thousand rows at a time: row tuples of a whole 30 MB corpus's graph would take hundreds
+        of MiB."""
+        own = not self.conn.in_transaction
+        if own:
+            self.conn.execute("BEGIN")  # one read snapshot for all four tables
+        try:
+            entities = self._columns("SELECT id FROM entities ORDER BY id", (np.int64,))[0]
+            chunk_ids, docs, ords = self._columns("SELECT id, doc_id, ord FROM chunks ORDER BY id",
+                                                  (np.int64, object, np.int64))
+            relations = self._columns(
+                "SELECT source_id, target_id, coalesce(weight, score), kind = 'similar' FROM relations",
+                (np.int64, np.int64, np.float32, bool))
+            links = self._columns("SELECT chunk_id, entity_id FROM chunk_entities", (np.int64, np.int64))
+        finally:
+            if own:
+                self.conn.execute("COMMIT")
+        numbers: dict[str, int] = {}
+        doc_numbers = np.fromiter((numbers.setdefault(d, len(numbers)) for d in docs), np.int64, len(docs))
+        return GraphArrays(entities, chunk_ids, doc_numbers, ords, *relations, *links)
+
+    def chunk_texts(self, batch: int = 2048) -> Iterator[list[tuple[int, str, str]]]:
+        """(chunk id, document id, text) of every chunk in id order, a batch at a time."""
+        cursor = self.conn.execute("SELECT id, doc_id, text FROM chunks ORDER BY id")
+        while rows := cursor.fetchmany(batch):
+            yield rows
+
+    def first_chunks(self) -> dict[str, int]:
+        """Each document's first chunk id (lowest ``ord``)."""
+        rows = self.conn.execute("SELECT doc_id, id, min(ord) FROM chunks GROUP BY doc_id")
+        return {doc: chunk for doc, chunk, _ in rows}
+
+    def titles(self) -> dict[str, str]:
+        """Document id → its ``title`` metadata, for documents that have a text one."""
+        rows = self.conn.execute("SELECT id, json_extract(metadata, '$.title') FROM documents "
+                                 "WHERE json_type(metadata, '$.title') = 'text' ORDER BY rowid")
+        return {doc: title for doc, title in rows}
 
     def chunk_vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of chunks by id (unit f32, decoded from their stored codes)."""
@@ -71,5 +103,10 @@ class WalkTables:
                 out.update(zip((r[0] for r in rows), decode_rows(r[1] for r in rows)))
         return out
 
-    def _ints(self, sql: str) -> np.ndarray:
-        return np.asarray([r[0] for r in self.conn.execute(sql)], dtype=np.int64)
+    def _columns(self, sql: str, types: tuple[Any, ...], batch: int = 65536) -> list[np.ndarray]:
+        cursor = self.conn.execute(sql)
+        parts: list[list[np.ndarray]] = [[] for _ in types]
+        while rows := cursor.fetchmany(batch):
+            for n, kind in enumerate(types):
+                parts[n].append(np.asarray([r[n] for r in rows], dtype=kind))
+        return [np.concatenate(p) if p else np.zeros(0, dtype=kind) for p, kind in zip(parts, types)]
