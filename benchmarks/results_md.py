@@ -216,6 +216,36 @@ def answer_accuracy(results: list[Result]) -> str:
     return "\n\n".join(["Accuracy (All) by method:", matrix, "Every run (All):", detail, *full])
 
 
+def answer_rules(results: list[Result]) -> str:
+    """Accuracy by model, method and question type (each run's base stage), then each run's rules
+    switched off one by one with the halves' figures and the cross-validated choice."""
+    runs = sorted(results, key=lambda r: (_dataset_key(r.data["dataset"]), r.data["slm"],
+                                          _method_key(r.data["method"]), r.name))
+    kinds = ["Single", "Multi", "Null"]
+    matrix = table(["data set", "SLM", "method", "rules off", "half A", "half B", "dev", *kinds,
+                    "false abstention", "answer p50 ms", "retrieve p50 ms", "file"],
+                   [[_dataset(r.data["dataset"]), r.data["slm"], r.data["method"],
+                     ", ".join(r.data["base_off"]) or "none", *(_f(base[k], 3) for k in ("A", "B", "dev")),
+                     *(_f(base.get(k), 3) for k in kinds), _f(base["false_abstention"], 3),
+                     _f(base["answer_ms"]["p50"], 0), _f(base["retrieve_ms"]["p50"], 1), f"`{r.name}`"]
+                    for r in runs for base in [r.data["rules"][0]]])
+    parts = ["Accuracy by model × method × question type (the base stage of each run):", matrix]
+    for r in runs:
+        if len(r.data["rules"]) < 2:
+            continue
+        halves = r.data["halves"]
+        parts.append(f"Rules of `{r.name}` ({_dataset(r.data['dataset'])}, {r.data['slm']}, "
+                     f"{r.data['method']}; halves A {halves['A']} and B {halves['B']} questions):")
+        parts.append(table(["rule", "state", "half A", "half B", "dev", "Single", "Multi", "Null",
+                            "false abst.", "chosen on A", "→ on B", "chosen on B", "→ on A"],
+                           [[row["rule"], row["state"], *(_f(row.get(k), 3) for k in ("A", "B", "dev")),
+                             *(_f(row.get(k), 3) for k in kinds), _f(row.get("false_abstention"), 3),
+                             row.get("chosen_on_A", ""), _f(row.get("on_B"), 3),
+                             row.get("chosen_on_B", ""), _f(row.get("on_A"), 3)]
+                            for row in r.data["rules"]]))
+    return "\n\n".join(parts)
+
+
 def _staged(data: dict[str, Any]) -> str:
     """The method, with ``-focused`` when the focused answer stage wrote the answers."""
     focused = data.get("answer_stage") == "focused" and not data["method"].endswith("-focused")
@@ -752,6 +782,9 @@ few answers of the others. "none" scores on 2Wiki because many golds are one of 
 question ("which film came out first, X or Y?"); exact match stays near 0 because the model
 answers in a sentence; the model almost never abstains, so Null questions score 0."""
 
+ANSWER_RULES_READING = """\
+(filled in when the runs are in.)"""
+
 GRAPH_READING = """\
 Every SLM output parsed (the constraint guarantees it). The 0.5B model finds people and a few
 objects but few relations, so on these chats the fast rules give the denser and more useful graph
@@ -805,6 +838,15 @@ contained in the answer, spaces ignored; Null questions are correct when the ans
 information is missing. Subsets are type-stratified (LiHua-World 60: 48 Single, 6 Multi,
 6 Null). Containment is stricter than the LLM judge of the paper's tables: a paraphrased right
 answer counts as wrong.""", answer_accuracy, ANSWER_READING),
+    Section("Answer rules", ("answer_rules_*.json",), """\
+`python -m benchmarks.answer_rules --dataset D --slm S --method M [--base-off RULES]`: the focused
+answer stage with each of its rules (`edge_rag.answer.RULES`) switched off alone, on the dev
+questions split into two fixed halves by a hash of their id. A rule is chosen on one half (kept
+unless switching it off answers more right there) and its figure reported on the other, both
+ways. Retrievals are cached per question and method, generations per prompt and constraint, so
+every run of a model and data set answers the same questions from the same retrievals. The judge
+is the accuracy benchmark's (normalised containment, Null questions need an abstention).""",
+            answer_rules, ANSWER_RULES_READING),
     Section("Adaptive planner", ("planner_eval*.json", "planner_labels*.json", "planner_margin*.json",
                                  "auto_latency*.json"), """\
 `python -m benchmarks.planner_labels` labels every dev query with the simplest method that works

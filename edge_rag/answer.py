@@ -35,6 +35,14 @@ CHAT_OVERHEAD_TOKENS = 32
 MAX_NAME_TOKENS = 8
 NO_ANSWER_STARTS = ("Insufficient", "insufficient", "INSUFFICIENT", " Insufficient", " insufficient")
 DATED_DOCS = 3
+# The focused stage's rules, each switched off by its name in ``FocusedAnswerer.off`` (measured one by
+# one in benchmarks/answer_rules.py): forced starts by answer form (yesno, choice, who, time, when),
+# abstention on a missing date or unsupported terms (date, terms), the named day's documents first
+# (dated), the answer-span bonus and reply carry of the evidence choice (span, replies), the free
+# answer's first-token and name masks (open, names), and the finish (bare: an answer of citations
+# only becomes the best line; quote, rest, sentence: the source words shown after the answer).
+RULES = ("yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span", "replies",
+         "open", "names", "bare", "quote", "rest", "sentence")
 
 
 @dataclass
@@ -174,6 +182,7 @@ class Prepared:
     unsupported: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     withheld: list[str] = field(default_factory=list)
+    first: int | None = None  # the model's likeliest first token, unconstrained
 
     @property
     def chunks(self) -> list[RetrievedChunk]:
@@ -210,6 +219,7 @@ class FocusedAnswerer:
         self._open_ids: np.ndarray | None = None
         self._no_colon_ids: np.ndarray | None = None
         self._name_goes_on_ids: np.ndarray | None = None
+        self.off: frozenset[str] = frozenset()  # names of RULES switched off
 
     def prepare(self, question: str, retrieval: Retrieval) -> Prepared:
         """Choose the evidence, build the prompt, decide whether to abstain."""
@@ -220,9 +230,10 @@ class FocusedAnswerer:
         for doc in docs:
             doc.on_day = doc.chunk.doc_id in day
         focus = choose(question, docs, self.evidence.embed, self._cut, self.context_tokens,
-                       answer_span(question))
+                       None if "span" in self.off else answer_span(question), "replies" not in self.off)
         best = [line.text for line in sorted(focus.lines, key=lambda line: -line.score)]
         form = answer_form(question, focus.text(), any(d.chat for d in docs), best)
+        form = Form(form.kind) if form.kind in self.off else form
         user = prompts.quoted(prompts.focused_user(question, focus.render()), len(withheld))
         system = prompts.guarded_system(prompts.FOCUSED_SYSTEM, len(withheld))
         prepared = Prepared(self.slm.chat(user, system), focus, form, withheld=withheld)
@@ -293,7 +304,7 @@ class FocusedAnswerer:
         hoping retrieval ranked them high.
         """
         wanted = dates_in(question)
-        if not wanted or self.evidence.dated is None:
+        if not wanted or self.evidence.dated is None or "dated" in self.off:
             return chunks, set()
         dated = self.evidence.dated(wanted)
         day, have = {c.doc_id for c in dated}, {c.doc_id for c in chunks}
@@ -309,9 +320,9 @@ class FocusedAnswerer:
         """
         if not prepared.focus.lines:
             return "no evidence"
-        if missing_date(question, docs):
+        if "date" not in self.off and missing_date(question, docs):
             return "date not in sources"
-        if self.abstain_terms and prepared.form.kind not in ("yesno", "choice"):
+        if self.abstain_terms and "terms" not in self.off and prepared.form.kind not in ("yesno", "choice"):
             prepared.unsupported = unsupported(question, prepared.focus.text())
             if len(prepared.unsupported) >= self.abstain_terms and unsupported(
                     question, "\n".join(doc.header + "\n" + "\n".join(doc.lines) for doc in docs)):
@@ -319,7 +330,8 @@ class FocusedAnswerer:
         timings: dict[str, float] = {}
         logprobs = self.slm.next_token_logprobs(prepared.prompt, timings)
         prepared.timings.update(prefill=timings["prefill"], cached_tokens=timings["cached_tokens"])
-        if prepared.form.kind == "yesno":
+        prepared.first = int(np.argmax(logprobs))
+        if prepared.form.kind == "yesno" and "yesno" not in self.off:
             self._yes_or_no(prepared, logprobs)
             return ""
         prepared.p_abstain = float(np.exp(logprobs[self._no_answer]))
@@ -348,8 +360,9 @@ class FocusedAnswerer:
 
         def allowed(step: int, ids: list[int]) -> np.ndarray | None:
             if step == 0:
-                return self._open_tokens()
-            if step <= MAX_NAME_TOKENS and compact_text(self.slm.tokenizer.decode(ids[:step])) in speakers:
+                return None if "open" in self.off else self._open_tokens()
+            if "names" not in self.off and step <= MAX_NAME_TOKENS \
+                    and compact_text(self.slm.tokenizer.decode(ids[:step])) in speakers:
                 return name_ends
             return None
 
@@ -383,13 +396,14 @@ class FocusedAnswerer:
         text = text.strip()
         if prepared.abstain:
             return prompts.NO_ANSWER
-        if ONLY_CITATIONS.match(text) and prepared.focus.lines:
+        if "bare" not in self.off and ONLY_CITATIONS.match(text) and prepared.focus.lines:
             best = max(prepared.focus.lines, key=lambda ln: ln.score)
             text = best.text
         if not CITATION.search(text):
             text = f"{text.rstrip()} [{self._source_of(text, prepared.focus)}]"
-        quoted = (quote(text, prepared.focus) or rest_of_copy(text, prepared.focus)
-                  or source_sentence(text, prepared.focus)) \
+        quoted = next((found for rule, way in (("quote", quote), ("rest", rest_of_copy),
+                                               ("sentence", source_sentence))
+                       if rule not in self.off and (found := way(text, prepared.focus))), "") \
             if prepared.form.kind not in ("yesno", "choice") else ""
         return f'{text} — "{quoted}"' if quoted else text
 
