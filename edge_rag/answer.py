@@ -18,7 +18,7 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from . import prompts
-from .abstain import unsupported
+from .abstain import terms, unsupported
 from .focus import Focus, SourceDoc, choose, split_document
 from .forms import SPEAKER_LINE, Form, answer_form, answer_span, compact_text, start_mask
 from .guard import withhold
@@ -40,9 +40,10 @@ DATED_DOCS = 3
 # abstention on a missing date or unsupported terms (date, terms), the named day's documents first
 # (dated), the answer-span bonus and reply carry of the evidence choice (span, replies), the free
 # answer's first-token and name masks (open, names), and the finish (bare: an answer of citations
-# only becomes the best line; quote, rest, sentence: the source words shown after the answer).
+# only becomes the best line; echo: an answer that only repeats the question's words is an abstention;
+# quote, rest, sentence: the source words shown after the answer).
 RULES = ("yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span", "replies",
-         "open", "names", "bare", "quote", "rest", "sentence")
+         "open", "names", "bare", "echo", "quote", "rest", "sentence")
 
 
 @dataclass
@@ -183,6 +184,7 @@ class Prepared:
     timings: dict[str, float] = field(default_factory=dict)
     withheld: list[str] = field(default_factory=list)
     first: int | None = None  # the model's likeliest first token, unconstrained
+    question: str = ""
 
     @property
     def chunks(self) -> list[RetrievedChunk]:
@@ -236,7 +238,7 @@ class FocusedAnswerer:
         form = Form(form.kind) if form.kind in self.off else form
         user = prompts.quoted(prompts.focused_user(question, focus.render()), len(withheld))
         system = prompts.guarded_system(prompts.FOCUSED_SYSTEM, len(withheld))
-        prepared = Prepared(self.slm.chat(user, system), focus, form, withheld=withheld)
+        prepared = Prepared(self.slm.chat(user, system), focus, form, withheld=withheld, question=question)
         prepared.timings["prompt_tokens"] = self.slm.count_tokens(prepared.prompt)
         prepared.timings["focus"] = (time.perf_counter() - start) * 1000
         prepared.abstain = self._abstain(question, docs, prepared)
@@ -392,9 +394,11 @@ class FocusedAnswerer:
         return np.setdiff1d(vocabulary, np.fromiter(excluded, dtype=vocabulary.dtype))
 
     def _finish(self, text: str, prepared: Prepared) -> str:
-        """The answer as shown: abstention, or text that cites a source and is not only citations."""
+        """The answer as shown: abstention (also for an answer that only echoes the question), or
+        text that cites a source and is not only citations."""
         text = text.strip()
-        if prepared.abstain:
+        if prepared.abstain or ("echo" not in self.off and prepared.form.kind not in ("yesno", "choice")
+                                and echoes(text, prepared.question)):
             return prompts.NO_ANSWER
         if "bare" not in self.off and ONLY_CITATIONS.match(text) and prepared.focus.lines:
             best = max(prepared.focus.lines, key=lambda ln: ln.score)
@@ -508,6 +512,17 @@ def source_sentence(answer: str, focus: Focus) -> str:
     if key[0] < SHARED_WORDS or key[1] < SHARED_SHARE or best.lower() in answer.lower():
         return ""
     return best
+
+
+def echoes(answer: str, question: str) -> bool:
+    """Whether an answer only repeats the question ("House rule [1]" to "What house rule does Adam
+    mention?"): it has content words, and every one of them is a word of the question."""
+    said = {_stem(w) for w in terms(CITATION.sub("", answer)) if len(w) > 2 and w not in STOPWORDS}
+    return bool(said) and said <= {_stem(w) for w in terms(question)}
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
 
 
 def _message_sentences(focus: Focus) -> Iterator[str]:
