@@ -21,13 +21,14 @@ import hashlib
 import json
 import pickle
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from edge_rag import EdgeRAG, Settings
-from edge_rag.answer import RULES, FocusedAnswerer, Prepared
+from edge_rag.answer import RULES, FocusedAnswerer, Prepared, dates_in
 from edge_rag.forms import SPEAKER_LINE, compact_text, question_kind
 from edge_rag.models.slm import SLM, Generation
 from edge_rag.prompts import FOCUSED_PROMPT_VERSION
@@ -42,6 +43,7 @@ KINDS = ("Single", "Multi", "Null", "All")
 # The rules that shape the prompt, the form or the abstention; the others act on the generation.
 PREPARE_RULES = frozenset({"yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span",
                            "replies", "open"})
+FORMS = ("yesno", "choice", "who", "time", "when")
 PREPARED: dict[tuple[str, frozenset[str]], Prepared] = {}
 
 
@@ -129,7 +131,7 @@ def retrievals(rag: EdgeRAG, dataset: str, queries: list[dict], method: str) -> 
 def answer_one(stage: FocusedAnswerer, slm: CachedSLM, question: str, retrieval: Retrieval) -> dict[str, Any]:
     """The stage's answer with its current ``off`` rules; generations shared where a mask cannot bind."""
     slm.looks = "open" in stage.off or question_kind(question) == "yesno"
-    memo = (question + retrieval.method, stage.off & PREPARE_RULES)
+    memo = (question + retrieval.method, relevant(question, stage.off))
     if memo not in PREPARED:
         PREPARED[memo] = stage.prepare(question, retrieval)
     prepared = PREPARED[memo]
@@ -142,6 +144,29 @@ def answer_one(stage: FocusedAnswerer, slm: CachedSLM, question: str, retrieval:
         row.update(prefill=made["prefill"], decode=made["decode"])
     row["answer"] = stage._finish(raw, prepared)
     return row
+
+
+def relevant(question: str, off: frozenset[str]) -> frozenset[str]:
+    """The rules switched off that can change how this question's prompt is prepared."""
+    kind = question_kind(question)
+    skip = set(FORMS) - {kind}
+    skip |= set() if dates_in(question) else {"date", "dated"}
+    skip |= set() if kind in ("time", "when") else {"span"}
+    skip |= {"terms"} if kind in ("yesno", "choice") else set()
+    return frozenset(off & PREPARE_RULES - skip)
+
+
+def remembered(embed: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:
+    """``embed`` with every text's vector kept: variants re-read the same evidence lines."""
+    seen: dict[str, np.ndarray] = {}
+
+    def cached(texts: list[str]) -> np.ndarray:
+        new = list(dict.fromkeys(t for t in texts if t not in seen))
+        if new:
+            seen.update(zip(new, embed(new)))
+        return np.stack([seen[t] for t in texts])
+
+    return cached
 
 
 def _masked(stage: FocusedAnswerer, slm: CachedSLM, prepared: Prepared) -> dict[str, Any]:
@@ -239,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         assert isinstance(stage, FocusedAnswerer)
         slm = CachedSLM(stage.slm, args.slm, args.dataset)
         stage.slm = slm  # type: ignore[assignment]
+        stage.evidence.embed = remembered(stage.evidence.embed)
         seeds = {r["id"]: r for r in json.loads(Path(args.seed).read_text())["answers"]} \
             if args.seed else None
         base_rows = run_variant(stage, slm, queries, found, base_off, seeds)

@@ -17,7 +17,7 @@ from edge_rag import Settings
 SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
            "planner_eval", "suite", "memory", "peers", "code_speed", "answer_stage", "abstention",
            "slm_options", "gqa_node", "auto_latency", "decode_context", "formats", "folder_titles",
-           "serve", "encryption", "injection"]
+           "serve", "encryption", "injection", "answer_rules"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

@@ -145,3 +145,13 @@ def test_a_restated_answer_is_followed_by_the_source_sentence_it_restates():
         "We could check out some new gear and get inspired for our next jam session.")
     assert source_sentence("They will go shopping. [1]", focus) == ""  # too little in common
     assert source_sentence("Sounds good. [1]", focus) == ""
+
+
+def test_an_answer_that_only_echoes_the_question_is_no_answer():
+    from edge_rag.answer import echoes
+
+    assert echoes("House rule [1]", "What house rule does Adam mention?")
+    assert echoes("Li Hua wants to know about WolfgangSchulz's pizza preference. [1]",
+                  "What does LiHua want to know about WolfgangSchulz's pizza preference?")
+    assert not echoes("Lavender and coneflowers [1]", "What flowers does Li Hua recommend?")
+    assert not echoes("[1]", "What house rule does Adam mention?")  # no words: the bare rule's case
