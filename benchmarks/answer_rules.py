@@ -86,9 +86,11 @@ class CachedSLM:
         out[row["first"]] = max(out[row["first"]], max(row["logprobs"].values()))
         return out
 
-    def generation(self, key: str, make: Any) -> dict[str, Any]:
-        """The raw generation under ``key``, made by ``make()`` when not cached."""
-        if key not in self.rows and self.seed is not None:
+    def generation(self, key: str, make: Any, prompt_tokens: float | None = None) -> dict[str, Any]:
+        """The raw generation under ``key``, made by ``make()`` when not cached (or taken from the
+        seed, when its prompt had as many tokens)."""
+        if key not in self.rows and self.seed is not None \
+                and self.seed.get("prompt_tokens") in (None, prompt_tokens):
             # The answer as stored, less the source words quoted after it (the finish adds them).
             self._store(key, {"text": self.seed["answer"].split(' — "')[0], "seeded": True,
                               "prefill": self.seed["prefill_ms"], "decode": self.seed["decode_ms"]})
@@ -197,13 +199,15 @@ def _generate(stage: FocusedAnswerer, slm: CachedSLM, prepared: Prepared,
               masks: tuple[str, ...]) -> dict[str, Any]:
     key = _key("gen", slm.name, prepared.prompt, prepared.form, masks, stage.config.max_new_tokens)
     return slm.generation(key, lambda: slm.slm.generate(prepared.prompt, stage.config,
-                                                       stage._mask(prepared)))
+                                                       stage._mask(prepared)),
+                          prepared.timings.get("prompt_tokens"))
 
 
 def run_variant(stage: FocusedAnswerer, slm: CachedSLM, queries: list[dict], found: dict[str, Retrieval],
-                off: frozenset[str], seeds: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                off: frozenset[str], seeds: dict[str, Any] | None = None,
+                progress: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
     """Answer and judge every query with ``off`` rules switched off (``seeds``: stored answers of
-    this very stage, by id, taken as its generations)."""
+    this very stage, by id, taken as its generations; ``progress`` is given the rows every 10)."""
     stage.off = off
     rows = []
     for q in queries:
@@ -217,6 +221,8 @@ def run_variant(stage: FocusedAnswerer, slm: CachedSLM, queries: list[dict], fou
             print(f"[{time.strftime('%H:%M:%S')}] {sorted(off)} {q['id']}: {row['answer'][:70]!r}",
                   flush=True)
         rows.append(row)
+        if progress and len(rows) % 10 == 0:
+            progress(rows)
     return rows
 
 
@@ -254,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     dataset = DATASETS[args.dataset]
     queries = stratified(dataset.queries(), args.limit)
+    if args.shuffle:  # a fixed order in which every prefix is a sample of all types
+        queries.sort(key=lambda q: hashlib.sha256(q["id"].encode()).hexdigest())
     args.slm = args.slm or Settings().slm
     base_off = frozenset(filter(None, args.base_off.split(",")))
     named = [] if args.rules == "none" else args.rules.split(",") if args.rules else list(RULES)
@@ -267,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         stage.evidence.embed = remembered(stage.evidence.embed)
         seeds = {r["id"]: r for r in json.loads(Path(args.seed).read_text())["answers"]} \
             if args.seed else None
-        base_rows = run_variant(stage, slm, queries, found, base_off, seeds)
+        base_rows = run_variant(stage, slm, queries, found, base_off, seeds, lambda rows: _write(
+            args, base_off, queries, [{"rule": "(base)", "state": "as set", **figures(rows)}], rows, False))
         slm.seed = None
         base = figures(base_rows)
         table = [{"rule": "(base)", "state": "as set", **base}]
@@ -286,7 +295,7 @@ def _write(args: argparse.Namespace, base_off: frozenset[str], queries: list[dic
     payload = {"dataset": args.dataset, "slm": args.slm, "method": args.method, "limit": args.limit,
                "base_off": sorted(base_off), "halves": {p: sum(half(q["id"]) == p for q in queries)
                                                         for p in "AB"},
-               "rules": table, "answers": base_rows}
+               "answered": len(base_rows), "rules": table, "answers": base_rows}
     path = write_result(f"answer_rules_{args.tag or f'{args.dataset}_{args.slm}_{args.method}'}", payload)
     if show:
         print(markdown_table(headers, [[row.get(h, "") for h in headers] for row in table]))
@@ -304,6 +313,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--base-off", default="", help="rules off in the base stage (comma-separated)")
     parser.add_argument("--seed", default="", help="an answer_accuracy results JSON of the base stage "
                         "whose answers stand for its generations (same code, same retrieval)")
+    parser.add_argument("--shuffle", action="store_true",
+                        help="answer in a fixed hash order (a partial run's figures are a sample)")
     parser.add_argument("--tag", default="", help="results file name tag")
     return parser
 
