@@ -229,7 +229,9 @@ def answer_rules(results: list[Result]) -> str:
                      *(_f(base.get(k), 3) for k in kinds), _f(base["false_abstention"], 3),
                      _f(base["answer_ms"]["p50"], 0), _f(base["retrieve_ms"]["p50"], 1), f"`{r.name}`"]
                     for r in runs for base in [r.data["rules"][0]]])
-    parts = ["Accuracy by model × method × question type (the base stage of each run):", matrix]
+    parts = ["Accuracy by model × method × question type (the base stage of each run):", matrix,
+             "The same questions side by side (runs of one data set that differ in model or method, "
+             "on the questions both answered):", _paired(runs)]
     for r in runs:
         if len(r.data["rules"]) < 2:
             continue
@@ -244,6 +246,29 @@ def answer_rules(results: list[Result]) -> str:
                              row.get("chosen_on_B", ""), _f(row.get("on_A"), 3)]
                             for row in r.data["rules"]]))
     return "\n\n".join(parts)
+
+
+def _paired(runs: list[Result]) -> str:
+    rows = []
+    for i, one in enumerate(runs):
+        for other in runs[i + 1:]:
+            a, b = one.data, other.data
+            if a["dataset"] != b["dataset"] or (a["slm"] != b["slm"]) == (a["method"] != b["method"]) \
+                    or a["base_off"] != b["base_off"]:
+                continue
+            mine = {r["id"]: r for r in a["answers"]}
+            theirs = {r["id"]: r for r in b["answers"]}
+            common = [i for i in mine if i in theirs]
+            if not common:
+                continue
+            first, second = _right(mine, common), _right(theirs, common)
+            rows.append([_dataset(a["dataset"]), len(common), f"{a['slm']} {a['method']}", _f(first, 3),
+                         f"{b['slm']} {b['method']}", _f(second, 3), _f(first - second, 3)])
+    return table(["data set", "questions", "run 1", "accuracy", "run 2", "accuracy", "1 − 2"], rows)
+
+
+def _right(answers: dict[str, dict], ids: list[str]) -> float:
+    return sum(answers[i]["correct"] for i in ids) / len(ids)
 
 
 def _staged(data: dict[str, Any]) -> str:
