@@ -158,17 +158,26 @@ def relevant(question: str, off: frozenset[str]) -> frozenset[str]:
     return frozenset(off & PREPARE_RULES - skip)
 
 
-def remembered(embed: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:
-    """``embed`` with every text's vector kept: variants re-read the same evidence lines."""
-    seen: dict[str, np.ndarray] = {}
+class Remembered:
+    """``embed`` with every text's vector kept (and saved to ``path``): variants and later runs
+    re-read the same evidence lines."""
 
-    def cached(texts: list[str]) -> np.ndarray:
-        new = list(dict.fromkeys(t for t in texts if t not in seen))
+    def __init__(self, embed: Callable[[list[str]], np.ndarray], path: Path) -> None:
+        self.embed, self.path = embed, path
+        self.seen: dict[str, np.ndarray] = pickle.loads(path.read_bytes()) if path.is_file() else {}
+        self.saved = len(self.seen)
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        new = list(dict.fromkeys(t for t in texts if t not in self.seen))
         if new:
-            seen.update(zip(new, embed(new)))
-        return np.stack([seen[t] for t in texts])
+            self.seen.update(zip(new, self.embed(new)))
+        return np.stack([self.seen[t] for t in texts])
 
-    return cached
+    def save(self) -> None:
+        """Write the vectors to disk if any are new."""
+        if len(self.seen) > self.saved:
+            self.path.write_bytes(pickle.dumps(self.seen))
+            self.saved = len(self.seen)
 
 
 def _masked(stage: FocusedAnswerer, slm: CachedSLM, prepared: Prepared) -> dict[str, Any]:
@@ -272,18 +281,21 @@ def main(argv: list[str] | None = None) -> int:
         assert isinstance(stage, FocusedAnswerer)
         slm = CachedSLM(stage.slm, args.slm, args.dataset)
         stage.slm = slm  # type: ignore[assignment]
-        stage.evidence.embed = remembered(stage.evidence.embed)
+        embed = Remembered(stage.evidence.embed, CACHE / f"vectors-{args.dataset}.pkl")
+        stage.evidence.embed = embed
         seeds = {r["id"]: r for r in json.loads(Path(args.seed).read_text())["answers"]} \
             if args.seed else None
         base_rows = run_variant(stage, slm, queries, found, base_off, seeds, lambda rows: _write(
             args, base_off, queries, [{"rule": "(base)", "state": "as set", **figures(rows)}], rows, False))
         slm.seed = None
         base = figures(base_rows)
+        embed.save()
         table = [{"rule": "(base)", "state": "as set", **base}]
         for rule in rules:
             variant = figures(run_variant(stage, slm, queries, found, base_off | {rule}))
             table.append({"rule": rule, "state": "off", **variant, **cross_validate(base, variant)})
             _write(args, base_off, queries, table, base_rows, show=False)
+            embed.save()
     _write(args, base_off, queries, table, base_rows, show=True)
     return 0
 
