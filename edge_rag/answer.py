@@ -41,9 +41,9 @@ DATED_DOCS = 3
 # (dated), the answer-span bonus and reply carry of the evidence choice (span, replies), the free
 # answer's first-token and name masks (open, names), and the finish (bare: an answer of citations
 # only becomes the best line; echo: an answer that only repeats the question's words is an abstention;
-# quote, rest, sentence: the source words shown after the answer).
+# quote, sentence: the source words shown after the answer).
 RULES = ("yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span", "replies",
-         "open", "names", "bare", "echo", "quote", "rest", "sentence")
+         "open", "names", "bare", "echo", "quote", "sentence")
 
 
 @dataclass
@@ -405,8 +405,7 @@ class FocusedAnswerer:
             text = best.text
         if not CITATION.search(text):
             text = f"{text.rstrip()} [{self._source_of(text, prepared.focus)}]"
-        quoted = next((found for rule, way in (("quote", quote), ("rest", rest_of_copy),
-                                               ("sentence", source_sentence))
+        quoted = next((found for rule, way in (("quote", quote), ("sentence", source_sentence))
                        if rule not in self.off and (found := way(text, prepared.focus))), "") \
             if prepared.form.kind not in ("yesno", "choice") else ""
         return f'{text} — "{quoted}"' if quoted else text
@@ -459,32 +458,6 @@ def quote(answer: str, focus: Focus) -> str:
     end = spans[min(len(spans) - 1, last + QUOTE_CONTEXT_WORDS)][1]
     text = sentence[start:end].strip()
     return text if len(text) > len(core) + 3 else ""
-
-
-COPY_TAIL_WORDS = 5
-FINISHED = re.compile(r"[.!?\"”')…]$")
-
-
-def rest_of_copy(answer: str, focus: Focus) -> str:
-    """The end of the source sentence a long answer was copying when it was cut short, or "".
-
-    A copied chat message often runs past ``focus_max_new_tokens`` and stops mid-sentence
-    ("... they have a solid chance to challenge for every [1]"): when the answer's last
-    ``COPY_TAIL_WORDS`` words occur verbatim in a chosen line, the rest of that sentence is
-    quoted after the answer, so the copy ends where its source does.
-    """
-    core = CITATION.sub("", answer).strip()
-    words = core.split()
-    if len(words) <= COPY_TAIL_WORDS or FINISHED.search(core):
-        return ""
-    tail = " ".join(words[-COPY_TAIL_WORDS:]).lower()
-    for _, lines in focus.sources:
-        for line in lines:
-            for sentence in SENTENCE.split(line.text):
-                at = sentence.lower().find(tail)
-                if at >= 0 and sentence[at + len(tail):].strip():
-                    return "… " + sentence[at:].strip()
-    return ""
 
 
 SHARED_WORDS = 3

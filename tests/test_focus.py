@@ -107,18 +107,6 @@ def test_a_short_answer_is_followed_by_the_source_words_around_it():
     assert quote("A zebra [1]", focus) == ""  # not copied from the sources
 
 
-def test_a_copy_cut_short_is_completed_from_its_source_sentence():
-    from edge_rag.answer import rest_of_copy
-    from edge_rag.focus import Focus, Line
-    doc = split_document(CHUNK, ["Time: 20260105_14:00\nBriar: They can! With that squad they have a "
-                                 "solid chance to challenge for every title. Go!"])
-    focus = Focus([(doc, [Line(0, 0, doc.lines[0])])])
-    cut = "Briar: They can! With that squad they have a solid chance to challenge for every [1]"
-    assert rest_of_copy(cut, focus) == "… chance to challenge for every title."
-    assert rest_of_copy("They have a solid chance to challenge for every title. [1]", focus) == ""
-    assert rest_of_copy("A zebra has stripes and a long tail and [1]", focus) == ""
-
-
 def test_who_said_it_is_the_speaker_of_the_best_line_and_never_the_question_s_own_name():
     best = ["LiHua: Great ideas, Thrall! How about adding picnic tables for families?",
             "Thrall: I love that idea, Li Hua!", "JakeWatson: Pedri can be a game-changer for us."]
