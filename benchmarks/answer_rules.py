@@ -31,7 +31,6 @@ from edge_rag import EdgeRAG, Settings
 from edge_rag.answer import RULES, FocusedAnswerer, Prepared, dates_in
 from edge_rag.forms import SPEAKER_LINE, compact_text, question_kind
 from edge_rag.models.slm import SLM, Generation
-from edge_rag.prompts import FOCUSED_PROMPT_VERSION
 from edge_rag.retrieve import RETRIEVAL_VERSION, Retrieval
 
 from .answer_accuracy import MISSING, judge, open_benchmark_index, stratified
@@ -57,7 +56,8 @@ class CachedSLM:
 
     def __init__(self, slm: SLM, name: str, dataset: str) -> None:
         self.slm, self.name = slm, name
-        self.path = CACHE / f"generations-{dataset}-{name}-f{FOCUSED_PROMPT_VERSION}.jsonl"
+        # Keyed by the whole prompt, so a changed prompt never meets an old generation.
+        self.path = CACHE / f"generations-{dataset}-{name}.jsonl"
         self.rows = _read_jsonl(self.path)
         self.generated = 0
         self.looks = True  # False: a real look only where the stage needs one (``answer_one``)
