@@ -222,9 +222,9 @@ def answer_rules(results: list[Result]) -> str:
     runs = sorted(results, key=lambda r: (_dataset_key(r.data["dataset"]), r.data["slm"],
                                           _method_key(r.data["method"]), r.name))
     kinds = ["Single", "Multi", "Null"]
-    matrix = table(["data set", "SLM", "method", "rules off", "half A", "half B", "dev", *kinds,
+    matrix = table(["data set", "SLM", "method", "questions", "rules off", "half A", "half B", "all", *kinds,
                     "false abstention", "answer p50 ms", "retrieve p50 ms", "file"],
-                   [[_dataset(r.data["dataset"]), r.data["slm"], r.data["method"],
+                   [[_dataset(r.data["dataset"]), r.data["slm"], r.data["method"], len(r.data["answers"]),
                      ", ".join(r.data["base_off"]) or "none", *(_f(base[k], 3) for k in ("A", "B", "dev")),
                      *(_f(base.get(k), 3) for k in kinds), _f(base["false_abstention"], 3),
                      _f(base["answer_ms"]["p50"], 0), _f(base["retrieve_ms"]["p50"], 1), f"`{r.name}`"]
