@@ -60,7 +60,7 @@ def test_cli_ask_json(lihua_index, capsys, slm, monkeypatch):
     monkeypatch.setenv("EDGE_RAG_PROFILES", str(lihua_index.parent))
     (lihua_index.parent / "tiny.toml").write_text(f'slm = "{SMALL_SLM}"\nanswer_max_tokens = 16\n')
     assert main(["ask", "Who is Adam?", "--index", str(lihua_index), "--profile", "tiny",
-                 "--json"]) == 0
+                 "--method", "vector", "--json"]) == 0
     import json
 
     data = json.loads(capsys.readouterr().out)
