@@ -168,9 +168,12 @@ class Remembered:
         self.saved = len(self.seen)
 
     def __call__(self, texts: list[str]) -> np.ndarray:
-        new = list(dict.fromkeys(t for t in texts if t not in self.seen))
-        if new:
-            self.seen.update(zip(new, self.embed(new)))
+        # Anything new: the whole call is embedded as the stage would embed it (int8 activations
+        # are quantised per batch, so a vector depends a little on its batch); else the vectors kept.
+        if any(t not in self.seen for t in texts):
+            vectors = self.embed(texts)
+            self.seen.update(zip(texts, vectors))
+            return vectors
         return np.stack([self.seen[t] for t in texts])
 
     def save(self) -> None:
@@ -281,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         assert isinstance(stage, FocusedAnswerer)
         slm = CachedSLM(stage.slm, args.slm, args.dataset)
         stage.slm = slm  # type: ignore[assignment]
-        embed = Remembered(stage.evidence.embed, CACHE / f"vectors-{args.dataset}.pkl")
+        embed = Remembered(stage.evidence.embed, CACHE / f"vectors-{args.dataset}-v2.pkl")
         stage.evidence.embed = embed
         seeds = {r["id"]: r for r in json.loads(Path(args.seed).read_text())["answers"]} \
             if args.seed else None
