@@ -249,7 +249,7 @@ def answer_rules(results: list[Result]) -> str:
 
 
 def _paired(runs: list[Result]) -> str:
-    rows = []
+    rows: dict[tuple[str, str, str], list[Any]] = {}  # per pair of runs, the most questions in common
     for i, one in enumerate(runs):
         for other in runs[i + 1:]:
             a, b = one.data, other.data
@@ -262,9 +262,11 @@ def _paired(runs: list[Result]) -> str:
             if not common:
                 continue
             first, second = _right(mine, common), _right(theirs, common)
-            rows.append([_dataset(a["dataset"]), len(common), f"{a['slm']} {a['method']}", _f(first, 3),
-                         f"{b['slm']} {b['method']}", _f(second, 3), _f(first - second, 3)])
-    return table(["data set", "questions", "run 1", "accuracy", "run 2", "accuracy", "1 − 2"], rows)
+            key = (_dataset(a["dataset"]), f"{a['slm']} {a['method']}", f"{b['slm']} {b['method']}")
+            if len(common) > rows.get(key, [None, 0])[1]:
+                rows[key] = [key[0], len(common), key[1], _f(first, 3), key[2], _f(second, 3),
+                             _f(first - second, 3)]
+    return table(["data set", "questions", "run 1", "accuracy", "run 2", "accuracy", "1 − 2"], rows.values())
 
 
 def _right(answers: dict[str, dict], ids: list[str]) -> float:
