@@ -217,6 +217,63 @@ def answer_accuracy(results: list[Result]) -> str:
     return "\n\n".join(["Accuracy (All) by method:", matrix, "Every run (All):", detail, *full])
 
 
+def answer_rules(results: list[Result]) -> str:
+    """Accuracy by model, method and question type (each run's base stage), then each run's rules
+    switched off one by one with the halves' figures and the cross-validated choice."""
+    runs = sorted(results, key=lambda r: (_dataset_key(r.data["dataset"]), r.data["slm"],
+                                          _method_key(r.data["method"]), r.name))
+    kinds = ["Single", "Multi", "Null"]
+    matrix = table(["data set", "SLM", "method", "questions", "rules off", "half A", "half B", "all", *kinds,
+                    "false abstention", "answer p50 ms", "retrieve p50 ms", "file"],
+                   [[_dataset(r.data["dataset"]), r.data["slm"], r.data["method"], len(r.data["answers"]),
+                     ", ".join(r.data["base_off"]) or "none", *(_f(base[k], 3) for k in ("A", "B", "dev")),
+                     *(_f(base.get(k), 3) for k in kinds), _f(base["false_abstention"], 3),
+                     _f(base["answer_ms"]["p50"], 0), _f(base["retrieve_ms"]["p50"], 1), f"`{r.name}`"]
+                    for r in runs for base in [r.data["rules"][0]]])
+    parts = ["Accuracy by model × method × question type (the base stage of each run):", matrix,
+             "The same questions side by side (runs of one data set that differ in model or method, "
+             "on the questions both answered):", _paired(runs)]
+    for r in runs:
+        if len(r.data["rules"]) < 2:
+            continue
+        halves = r.data["halves"]
+        parts.append(f"Rules of `{r.name}` ({_dataset(r.data['dataset'])}, {r.data['slm']}, "
+                     f"{r.data['method']}; halves A {halves['A']} and B {halves['B']} questions):")
+        parts.append(table(["rule", "state", "half A", "half B", "dev", "Single", "Multi", "Null",
+                            "false abst.", "chosen on A", "→ on B", "chosen on B", "→ on A"],
+                           [[row["rule"], row["state"], *(_f(row.get(k), 3) for k in ("A", "B", "dev")),
+                             *(_f(row.get(k), 3) for k in kinds), _f(row.get("false_abstention"), 3),
+                             row.get("chosen_on_A", ""), _f(row.get("on_B"), 3),
+                             row.get("chosen_on_B", ""), _f(row.get("on_A"), 3)]
+                            for row in r.data["rules"]]))
+    return "\n\n".join(parts)
+
+
+def _paired(runs: list[Result]) -> str:
+    rows: dict[tuple[str, str, str], list[Any]] = {}  # per pair of runs, the most questions in common
+    for i, one in enumerate(runs):
+        for other in runs[i + 1:]:
+            a, b = one.data, other.data
+            if a["dataset"] != b["dataset"] or (a["slm"] != b["slm"]) == (a["method"] != b["method"]) \
+                    or a["base_off"] != b["base_off"]:
+                continue
+            mine = {r["id"]: r for r in a["answers"]}
+            theirs = {r["id"]: r for r in b["answers"]}
+            common = [i for i in mine if i in theirs]
+            if not common:
+                continue
+            first, second = _right(mine, common), _right(theirs, common)
+            key = (_dataset(a["dataset"]), f"{a['slm']} {a['method']}", f"{b['slm']} {b['method']}")
+            if len(common) > rows.get(key, [None, 0])[1]:
+                rows[key] = [key[0], len(common), key[1], _f(first, 3), key[2], _f(second, 3),
+                             _f(first - second, 3)]
+    return table(["data set", "questions", "run 1", "accuracy", "run 2", "accuracy", "1 − 2"], rows.values())
+
+
+def _right(answers: dict[str, dict], ids: list[str]) -> float:
+    return sum(answers[i]["correct"] for i in ids) / len(ids)
+
+
 def _staged(data: dict[str, Any]) -> str:
     """The method, with ``-focused`` when the focused answer stage wrote the answers."""
     focused = data.get("answer_stage") == "focused" and not data["method"].endswith("-focused")
@@ -825,6 +882,25 @@ yes/no or either-or answer, and abstention on evidence); exact match stays low b
 answers with a phrase around the gold. Per-method comparisons with the int8 model are in the
 history below."""
 
+ANSWER_RULES_READING = """\
+Runs of 6 December 2026 on a machine shared with three other jobs (load 15-25 on 2 cores): the
+latencies are not comparable with other tables. 0.5B, vector, all 254 dev questions, each rule
+switched off alone against the stage as it was (echo on, rest-of-copy on): every rule kept was
+chosen on both halves (switched off, none answered more right on either half). Abstaining on
+unsupported terms is worth 14 answers (false abstention 0.044 without it, 0.066 with), the forced
+Yes/No start 11, the who-start 9, the quoted source words 7 (quote) and 5 (sentence), the
+when-start 2; time, date, choice and bare change no answer here (LiHua has no either-or
+questions; 2Wiki has 66). The echo rule (new: an answer that only repeats the question abstains)
+turns 3 Null questions right and raises false abstention from 0.022 to 0.066 (8 echoing answers
+to answerable questions, all wrong before). The rest-of-copy quote was dropped: off, it answered
+one more on half B and none fewer on A; the `_final` run is the stage without it (dev 0.421,
+halves 0.388 and 0.456). Not measured before the session ended: dated, names, span, open and
+replies. The runs of the 1.5B (20 of the stratified 60) and of auto (110 of 254, a fixed hash
+order) are samples: compare them only on the same questions (the side-by-side table). The
+evidence vectors of these runs were kept across questions, so a few prompts differ from `ask`'s
+by the per-batch int8 activations of the embedder (now each question's evidence is embedded in
+one call as the stage does)."""
+
 GRAPH_READING = """\
 The SLM extractor's run (30 conversations, int8 Qwen) is in the history below: the fast rules
 give the denser and more useful graph at about 1/200 of the time."""
@@ -917,6 +993,15 @@ contained in the answer, spaces ignored; Null questions are correct when the ans
 information is missing. Subsets are type-stratified (LiHua-World 60: 48 Single, 6 Multi,
 6 Null). Containment is stricter than the LLM judge of the paper's tables: a paraphrased right
 answer counts as wrong.""", answer_accuracy, ANSWER_READING),
+    Section("Answer rules", ("answer_rules_*.json",), """\
+`python -m benchmarks.answer_rules --dataset D --slm S --method M [--base-off RULES]`: the focused
+answer stage with each of its rules (`edge_rag.answer.RULES`) switched off alone, on the dev
+questions split into two fixed halves by a hash of their id. A rule is chosen on one half (kept
+unless switching it off answers more right there) and its figure reported on the other, both
+ways. Retrievals are cached per question and method, generations per prompt and constraint, so
+every run of a model and data set answers the same questions from the same retrievals. The judge
+is the accuracy benchmark's (normalised containment, Null questions need an abstention).""",
+            answer_rules, ANSWER_RULES_READING),
     Section("Adaptive planner", ("planner_eval*.json", "planner_labels*.json", "planner_margin*.json",
                                  "auto_latency*.json"), """\
 `python -m benchmarks.planner_labels` labels every dev query with the simplest method that works

@@ -52,7 +52,7 @@ def answer_user(question: str, sources: list[tuple[str, str]]) -> str:
 
 # The focused answer stage (answer_stage = "focused"). The system prompt is a fixed prefix,
 # identical for every question, so its KV cache is reused across questions.
-FOCUSED_PROMPT_VERSION = "7"
+FOCUSED_PROMPT_VERSION = "8"
 
 FOCUSED_SYSTEM = (
     "Answer the question with a short phrase copied from the numbered sources (chat messages "

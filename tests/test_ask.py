@@ -60,7 +60,7 @@ def test_cli_ask_json(lihua_index, capsys, slm, monkeypatch):
     monkeypatch.setenv("EDGE_RAG_PROFILES", str(lihua_index.parent))
     (lihua_index.parent / "tiny.toml").write_text(f'slm = "{SMALL_SLM}"\nanswer_max_tokens = 16\n')
     assert main(["ask", "Who is Adam?", "--index", str(lihua_index), "--profile", "tiny",
-                 "--json"]) == 0
+                 "--method", "vector", "--json"]) == 0
     import json
 
     data = json.loads(capsys.readouterr().out)
@@ -169,3 +169,21 @@ def test_a_speakers_name_alone_answers_only_a_who_question(slm):
         mask = answerer._mask(Prepared("", Focus([], [line]), Form(kind)))
         allowed = set(mask.allowed(len(name), name).tolist())
         assert (cite in allowed) is may_end and bool(slm.stop_ids & allowed) is may_end
+
+
+def test_each_rule_of_the_focused_stage_switches_off_by_name(lihua_index, slm):
+    from edge_rag.answer import RULES
+
+    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, focus_max_new_tokens=8) as rag:
+        stage = rag.answerer
+        question = "What time does Li Hua check in with Adam about moving in?"
+        retrieval = rag.retrieve(question)
+        assert stage.prepare(question, retrieval).form.starts  # a time from the sources
+        stage.off = frozenset({"time"})
+        assert not stage.prepare(question, retrieval).form.starts  # the answer runs free
+        stage.off = frozenset()
+        prepared = stage.prepare(question, retrieval)
+    assert stage._finish("Adam moving in [1]", prepared) == "Insufficient information."  # an echo
+    stage.off = frozenset({"echo"})
+    assert stage._finish("Adam moving in [1]", prepared).startswith("Adam moving in [1]")
+    assert {"echo", "time", "who", "yesno", "quote"} <= set(RULES)

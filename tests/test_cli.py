@@ -103,3 +103,9 @@ def test_graph_png_draws_or_names_the_extra_it_needs(tmp_path, capsys, model_fol
         assert code == 0 and png.read_bytes().startswith(b"\x89PNG")
     else:
         assert code == 1 and "pip install 'edge-rag[bench]'" in capsys.readouterr().err
+
+
+def test_ask_chat_and_retrieve_default_to_the_planner():
+    parser = build_parser()
+    for command in (["ask", "Q"], ["retrieve", "Q"], ["chat"]):
+        assert parser.parse_args([*command, "--index", "x"]).method == "auto"

@@ -107,18 +107,6 @@ def test_a_short_answer_is_followed_by_the_source_words_around_it():
     assert quote("A zebra [1]", focus) == ""  # not copied from the sources
 
 
-def test_a_copy_cut_short_is_completed_from_its_source_sentence():
-    from edge_rag.answer import rest_of_copy
-    from edge_rag.answer.focus import Focus, Line
-    doc = split_document(CHUNK, ["Time: 20260105_14:00\nBriar: They can! With that squad they have a "
-                                 "solid chance to challenge for every title. Go!"])
-    focus = Focus([(doc, [Line(0, 0, doc.lines[0])])])
-    cut = "Briar: They can! With that squad they have a solid chance to challenge for every [1]"
-    assert rest_of_copy(cut, focus) == "… chance to challenge for every title."
-    assert rest_of_copy("They have a solid chance to challenge for every title. [1]", focus) == ""
-    assert rest_of_copy("A zebra has stripes and a long tail and [1]", focus) == ""
-
-
 def test_who_said_it_is_the_speaker_of_the_best_line_and_never_the_question_s_own_name():
     best = ["LiHua: Great ideas, Thrall! How about adding picnic tables for families?",
             "Thrall: I love that idea, Li Hua!", "JakeWatson: Pedri can be a game-changer for us."]
@@ -145,3 +133,13 @@ def test_a_restated_answer_is_followed_by_the_source_sentence_it_restates():
         "We could check out some new gear and get inspired for our next jam session.")
     assert source_sentence("They will go shopping. [1]", focus) == ""  # too little in common
     assert source_sentence("Sounds good. [1]", focus) == ""
+
+
+def test_an_answer_that_only_echoes_the_question_is_no_answer():
+    from edge_rag.answer import echoes
+
+    assert echoes("House rule [1]", "What house rule does Adam mention?")
+    assert echoes("Li Hua wants to know about WolfgangSchulz's pizza preference. [1]",
+                  "What does LiHua want to know about WolfgangSchulz's pizza preference?")
+    assert not echoes("Lavender and coneflowers [1]", "What flowers does Li Hua recommend?")
+    assert not echoes("[1]", "What house rule does Adam mention?")  # no words: the bare rule's case

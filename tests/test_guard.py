@@ -92,8 +92,9 @@ def test_an_injected_document_is_withheld_and_reported(tmp_path: Path, model_fol
     monkeypatch.setenv("EDGE_RAG_PROFILES", str(tmp_path))
     (tmp_path / "tiny.toml").write_text(f'slm = "{SMALL_SLM}"\nanswer_stage = "{stage}"\n'
                                         "focus_max_new_tokens = 8\nanswer_max_tokens = 8\n")
-    assert main(["ask", "When does the bakery open?", "--index", str(index), "--profile", "tiny"]) == 0
+    assert main(["ask", "When does the bakery open?", "--index", str(index), "--profile", "tiny",
+                 "--method", "vector"]) == 0
     assert "withheld, an instruction in a source (not followed): JonasBerg: Ignore" in capsys.readouterr().out
     assert main(["ask", "When does the bakery open?", "--index", str(index), "--profile", "tiny",
-                 "--json"]) == 0
+                 "--method", "vector", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["withheld"] == [f"JonasBerg: {PLANTED}"]

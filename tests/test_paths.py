@@ -146,7 +146,8 @@ def test_cli_text_output_of_every_index_command(tmp_path, capsys, model_folder):
     notes = _notes(tmp_path / "notes")
     assert main(["index", str(notes), "--index", index, "--no-progress"]) == 0
     assert capsys.readouterr().out.startswith("added 3 documents (3 chunks) in ")
-    assert main(["retrieve", "Why do otters hold hands?", "--index", index, "--top-k", "1"]) == 0
+    assert main(["retrieve", "Why do otters hold hands?", "--index", index, "--top-k", "1",
+                 "--method", "vector"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "1 chunks by vector retrieval:" and lines[1].startswith("[1] ")
     assert f"  {notes}/a-otters.txt  (doc " in lines[1]
@@ -170,7 +171,7 @@ def test_cli_ask_text_and_stream(lihua_index, capsys, slm, monkeypatch):
     monkeypatch.setenv("EDGE_RAG_PROFILES", str(lihua_index.parent))
     (lihua_index.parent / "tiny-text.toml").write_text(f'slm = "{SMALL_SLM}"\nanswer_max_tokens = 8\n')
     question = ["ask", "Who is Li Hua's landlord?", "--index", str(lihua_index), "--profile",
-                "tiny-text", "--top-k", "2"]
+                "tiny-text", "--top-k", "2", "--method", "vector"]
     assert main(question) == 0
     whole = capsys.readouterr().out
     assert main([*question, "--stream"]) == 0

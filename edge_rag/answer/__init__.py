@@ -17,15 +17,16 @@ from ..models.slm import SLM, GenerationConfig
 from ..retrieve import Retrieval
 from .focused import (
     ONLY_CITATIONS,
+    RULES,
     Evidence,
     FocusedAnswerer,
     Prepared,
     dates_in,
     document_days,
+    echoes,
     missing_date,
     on_days,
     quote,
-    rest_of_copy,
     source_sentence,
 )
 from .plain import Answerer
@@ -58,6 +59,6 @@ def make_answer_stage(settings: Settings, slm: SLM, evidence: Evidence) -> Answe
                            settings.source_guard, settings.draft_tokens)
 
 
-__all__ = ["ONLY_CITATIONS", "Answer", "AnswerStage", "AnswerStream", "Answerer", "Evidence",
-           "FocusedAnswerer", "Prepared", "dates_in", "document_days", "make_answer_stage", "missing_date",
-           "on_days", "quote", "rest_of_copy", "source_sentence"]
+__all__ = ["ONLY_CITATIONS", "RULES", "Answer", "AnswerStage", "AnswerStream", "Answerer", "Evidence",
+           "FocusedAnswerer", "Prepared", "dates_in", "document_days", "echoes", "make_answer_stage",
+           "missing_date", "on_days", "quote", "source_sentence"]

@@ -138,10 +138,11 @@ def rarity(words: list[str], texts: list[str]) -> dict[str, float]:
 
 def choose(question: str, docs: list[SourceDoc], embed: Callable[[list[str]], np.ndarray],
            cut: Callable[[str, int], tuple[str, int]], budget: int,
-           answer_span: re.Pattern[str] | None = None) -> Focus:
+           answer_span: re.Pattern[str] | None = None, replies: bool = True) -> Focus:
     """Score every line against the question and keep the best within ``budget`` tokens.
 
-    ``cut(text, n)`` returns the text cut to at most ``n`` tokens and its token count.
+    ``cut(text, n)`` returns the text cut to at most ``n`` tokens and its token count; ``replies``
+    carries a chat line's score to the replies that follow it.
     """
     lines = [Line(d, p, text) for d, doc in enumerate(docs) for p, text in enumerate(doc.lines)]
     if not lines:
@@ -150,7 +151,8 @@ def choose(question: str, docs: list[SourceDoc], embed: Callable[[list[str]], np
     if answer_span is not None:
         for line in lines:
             line.score += TYPE_WEIGHT * bool(answer_span.search(line.text))
-    _carry_to_replies(lines, docs)
+    if replies:
+        _carry_to_replies(lines, docs)
     chosen = _fill(sorted(lines, key=lambda ln: -ln.score), cut, budget)
     return _group(chosen, docs)
 

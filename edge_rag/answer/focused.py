@@ -21,7 +21,7 @@ from ..lexicon import STOPWORDS
 from ..models.constraints import TokenMask
 from ..models.slm import SLM, GenerationConfig
 from ..retrieve import Retrieval, RetrievedChunk
-from .abstain import unsupported
+from .abstain import terms, unsupported
 from .focus import Focus, SourceDoc, choose, split_document
 from .forms import SPEAKER_LINE, Form, answer_form, answer_span, compact_text, start_mask
 from .types import Answer, AnswerStream
@@ -33,6 +33,15 @@ ONLY_CITATIONS = re.compile(r"^(?:[\s,.;:-]|\[\d+(?:\s*,\s*\d+)*\])*$")
 MAX_NAME_TOKENS = 8
 NO_ANSWER_STARTS = ("Insufficient", "insufficient", "INSUFFICIENT", " Insufficient", " insufficient")
 DATED_DOCS = 3
+# The focused stage's rules, each switched off by its name in ``FocusedAnswerer.off`` (measured one by
+# one in benchmarks/answer_rules.py): forced starts by answer form (yesno, choice, who, time, when),
+# abstention on a missing date or unsupported terms (date, terms), the named day's documents first
+# (dated), the answer-span bonus and reply carry of the evidence choice (span, replies), the free
+# answer's first-token and name masks (open, names), and the finish (bare: an answer of citations
+# only becomes the best line; echo: an answer that only repeats the question's words is an abstention;
+# quote, sentence: the source words shown after the answer).
+RULES = ("yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span", "replies",
+         "open", "names", "bare", "echo", "quote", "sentence")
 
 
 @dataclass
@@ -58,6 +67,8 @@ class Prepared:
     unsupported: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     withheld: list[str] = field(default_factory=list)
+    first: int | None = None  # the model's likeliest first token, unconstrained
+    question: str = ""
 
     @property
     def chunks(self) -> list[RetrievedChunk]:
@@ -96,6 +107,7 @@ class FocusedAnswerer:
         self._open_ids: np.ndarray | None = None
         self._no_colon_ids: np.ndarray | None = None
         self._name_goes_on_ids: np.ndarray | None = None
+        self.off: frozenset[str] = frozenset()  # names of RULES switched off
 
     def prepare(self, question: str, retrieval: Retrieval) -> Prepared:
         """Choose the evidence, build the prompt, decide whether to abstain."""
@@ -106,12 +118,13 @@ class FocusedAnswerer:
         for doc in docs:
             doc.on_day = doc.chunk.doc_id in day
         focus = choose(question, docs, self.evidence.embed, self._cut, self.context_tokens,
-                       answer_span(question))
+                       None if "span" in self.off else answer_span(question), "replies" not in self.off)
         best = [line.text for line in sorted(focus.lines, key=lambda line: -line.score)]
         form = answer_form(question, focus.text(), any(d.chat for d in docs), best)
+        form = Form(form.kind) if form.kind in self.off else form
         user = prompts.quoted(prompts.focused_user(question, focus.render()), len(withheld))
         system = prompts.guarded_system(prompts.FOCUSED_SYSTEM, len(withheld))
-        prepared = Prepared(self.slm.chat(user, system), focus, form, withheld=withheld)
+        prepared = Prepared(self.slm.chat(user, system), focus, form, withheld=withheld, question=question)
         prepared.timings["prompt_tokens"] = self.slm.count_tokens(prepared.prompt)
         prepared.timings["focus"] = (time.perf_counter() - start) * 1000
         prepared.abstain = self._abstain(question, docs, prepared)
@@ -179,7 +192,7 @@ class FocusedAnswerer:
         hoping retrieval ranked them high.
         """
         wanted = dates_in(question)
-        if not wanted or self.evidence.dated is None:
+        if not wanted or self.evidence.dated is None or "dated" in self.off:
             return chunks, set()
         dated = self.evidence.dated(wanted)
         day, have = {c.doc_id for c in dated}, {c.doc_id for c in chunks}
@@ -195,9 +208,9 @@ class FocusedAnswerer:
         """
         if not prepared.focus.lines:
             return "no evidence"
-        if missing_date(question, docs):
+        if "date" not in self.off and missing_date(question, docs):
             return "date not in sources"
-        if self.abstain_terms and prepared.form.kind not in ("yesno", "choice"):
+        if self.abstain_terms and "terms" not in self.off and prepared.form.kind not in ("yesno", "choice"):
             prepared.unsupported = unsupported(question, prepared.focus.text())
             if len(prepared.unsupported) >= self.abstain_terms and unsupported(
                     question, "\n".join(doc.header + "\n" + "\n".join(doc.lines) for doc in docs)):
@@ -205,7 +218,8 @@ class FocusedAnswerer:
         timings: dict[str, float] = {}
         logprobs = self.slm.next_token_logprobs(prepared.prompt, timings)
         prepared.timings.update(prefill=timings["prefill"], cached_tokens=timings["cached_tokens"])
-        if prepared.form.kind == "yesno":
+        prepared.first = int(np.argmax(logprobs))
+        if prepared.form.kind == "yesno" and "yesno" not in self.off:
             self._yes_or_no(prepared, logprobs)
             return ""
         prepared.p_abstain = float(np.exp(logprobs[self._no_answer]))
@@ -234,8 +248,9 @@ class FocusedAnswerer:
 
         def allowed(step: int, ids: list[int]) -> np.ndarray | None:
             if step == 0:
-                return self._open_tokens()
-            if step <= MAX_NAME_TOKENS and compact_text(self.slm.tokenizer.decode(ids[:step])) in speakers:
+                return None if "open" in self.off else self._open_tokens()
+            if "names" not in self.off and step <= MAX_NAME_TOKENS \
+                    and compact_text(self.slm.tokenizer.decode(ids[:step])) in speakers:
                 return name_ends
             return None
 
@@ -265,17 +280,19 @@ class FocusedAnswerer:
         return np.setdiff1d(vocabulary, np.fromiter(excluded, dtype=vocabulary.dtype))
 
     def _finish(self, text: str, prepared: Prepared) -> str:
-        """The answer as shown: abstention, or text that cites a source and is not only citations."""
+        """The answer as shown: abstention (also for an answer that only echoes the question), or
+        text that cites a source and is not only citations."""
         text = text.strip()
-        if prepared.abstain:
+        if prepared.abstain or ("echo" not in self.off and prepared.form.kind not in ("yesno", "choice")
+                                and echoes(text, prepared.question)):
             return prompts.NO_ANSWER
-        if ONLY_CITATIONS.match(text) and prepared.focus.lines:
+        if "bare" not in self.off and ONLY_CITATIONS.match(text) and prepared.focus.lines:
             best = max(prepared.focus.lines, key=lambda ln: ln.score)
             text = best.text
         if not CITATION.search(text):
             text = f"{text.rstrip()} [{self._source_of(text, prepared.focus)}]"
-        quoted = (quote(text, prepared.focus) or rest_of_copy(text, prepared.focus)
-                  or source_sentence(text, prepared.focus)) \
+        quoted = next((found for rule, way in (("quote", quote), ("sentence", source_sentence))
+                       if rule not in self.off and (found := way(text, prepared.focus))), "") \
             if prepared.form.kind not in ("yesno", "choice") else ""
         return f'{text} — "{quoted}"' if quoted else text
 
@@ -329,32 +346,6 @@ def quote(answer: str, focus: Focus) -> str:
     return text if len(text) > len(core) + 3 else ""
 
 
-COPY_TAIL_WORDS = 5
-FINISHED = re.compile(r"[.!?\"”')…]$")
-
-
-def rest_of_copy(answer: str, focus: Focus) -> str:
-    """The end of the source sentence a long answer was copying when it was cut short, or "".
-
-    A copied chat message often runs past ``focus_max_new_tokens`` and stops mid-sentence
-    ("... they have a solid chance to challenge for every [1]"): when the answer's last
-    ``COPY_TAIL_WORDS`` words occur verbatim in a chosen line, the rest of that sentence is
-    quoted after the answer, so the copy ends where its source does.
-    """
-    core = CITATION.sub("", answer).strip()
-    words = core.split()
-    if len(words) <= COPY_TAIL_WORDS or FINISHED.search(core):
-        return ""
-    tail = " ".join(words[-COPY_TAIL_WORDS:]).lower()
-    for _, lines in focus.sources:
-        for line in lines:
-            for sentence in SENTENCE.split(line.text):
-                at = sentence.lower().find(tail)
-                if at >= 0 and sentence[at + len(tail):].strip():
-                    return "… " + sentence[at:].strip()
-    return ""
-
-
 SHARED_WORDS = 3
 SHARED_SHARE = 0.5
 CONTENT = re.compile(r"[a-z0-9]+")
@@ -380,6 +371,17 @@ def source_sentence(answer: str, focus: Focus) -> str:
     if key[0] < SHARED_WORDS or key[1] < SHARED_SHARE or best.lower() in answer.lower():
         return ""
     return best
+
+
+def echoes(answer: str, question: str) -> bool:
+    """Whether an answer only repeats the question ("House rule [1]" to "What house rule does Adam
+    mention?"): it has content words, and every one of them is a word of the question."""
+    said = {_stem(w) for w in terms(CITATION.sub("", answer)) if len(w) > 2 and w not in STOPWORDS}
+    return bool(said) and said <= {_stem(w) for w in terms(question)}
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
 
 
 def _message_sentences(focus: Focus) -> Iterator[str]:
