@@ -149,8 +149,11 @@ def test_watch_syncs_after_changes_until_interrupted(tmp_path: Path, model_folde
     folder, index = _folder(tmp_path), tmp_path / "index"
     command = [sys.executable, "-m", "edge_rag.cli", "sync", str(folder), "--index", str(index), "--watch",
                "--no-progress", "--json"]
+    # Ctrl-C as in a terminal, even when the suite runs in a background job (which starts with SIGINT
+    # ignored, and a child inherits that: the watcher would never stop).
     watcher = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+                               env={**os.environ, "PYTHONPATH": str(ROOT)},
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert json.loads(_next_report(watcher))["added"] == sorted(TEXTS)
         (folder / "lamps.txt").write_text("The lighthouse lamp at Lindesnes burns paraffin.")
