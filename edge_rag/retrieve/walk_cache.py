@@ -1,8 +1,8 @@
 """The random walk's matrix, BM25 postings and title table: derived once, stored, mapped.
 
-``WalkGraph.from_store`` reads the graph and the chunk texts as a stream (a batch of chunks at a time) and
-gives the ``WalkGraph`` that ``ppr`` walks, with its title index and BM25 index
-(``titles.py``, ``lexical.py``). The writer calls ``store_walk`` at the end of every insert,
+``WalkGraph.from_store`` (``ppr.py``) reads the graph and the chunk texts as a stream (a batch of
+chunks at a time) and gives the ``WalkGraph`` that ``ppr`` walks, with its title index and BM25
+index (``title_index.py``, ``lexical.py``). The writer calls ``store_walk`` at the end of every insert,
 delete and sync: the arrays go to ``walk/`` beside the index (``store/walk_files.py``).
 ``open_walk`` maps them read-only when they are current, so the first ``ppr`` query of a process
 pays for no derivation, and resident memory holds only the pages its walk touches. The title
