@@ -118,10 +118,14 @@ def measure_llama_cpp(model: str, prompt_tokens: int, new_tokens: int, threads: 
     llm.eval(ids)
     prefill_s = time.perf_counter() - start
     start = time.perf_counter()
-    for _ in range(new_tokens - 1):
-        llm.eval([int(np.argmax(llm.scores[llm.n_tokens - 1]))])
-    decode_s = time.perf_counter() - start
     import llama_cpp
+
+    vocab = llm.n_vocab()
+    for _ in range(new_tokens - 1):  # greedy, from the last position's logits (``scores`` is not
+        # filled without logits_all, and only has n_batch rows)
+        last = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(vocab,))
+        llm.eval([int(np.argmax(last))])
+    decode_s = time.perf_counter() - start
 
     return {**_timed_row(model, "llama.cpp", gguf, load_s, len(ids), prefill_s, decode_s, new_tokens,
                          peak_rss_mb()), "runtime": f"llama-cpp-python {llama_cpp.__version__} "
