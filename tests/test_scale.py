@@ -120,11 +120,12 @@ def test_many_identical_vectors_leave_every_other_one_found_first(repeated) -> N
     assert vectors.has_file and len(vectors) == SAME + OTHERS and len(vectors.index) == OTHERS + 1
     found = vectors.search_many(others, 10)
     first = sum(int(f[0][0]) == want for f, want in zip(found, keys.tolist()))
-    # HNSW is approximate even without copies (its graph is built on several threads): 2,000
-    # random vectors alone are found first 1,999-2,000 times; with the 20,000 copies in the
-    # graph it was 926 times. The top 10 holds all but the odd one HNSW itself misses.
+    # HNSW is approximate even without copies (its graph is built on several threads): these
+    # 2,000 random vectors alone, added in the same 8 batches, are found first 1,995-2,000 times
+    # (usearch, i8 and f32, 8 builds); with the 20,000 copies as twins 1,994-1,998 (4 builds);
+    # with the copies in the graph it was 926. A miss is one HNSW misses outright (not in the top 10).
     in_top = sum(want in f[0].tolist() for f, want in zip(found, keys.tolist()))
-    assert first >= 0.99 * OTHERS and in_top >= 0.998 * OTHERS
+    assert first >= 0.99 * OTHERS and in_top >= 0.99 * OTHERS
     near, sims = vectors.search(vectors_row(vectors, 1), 10)
     assert len(near) == 10 and set(near.tolist()) <= set(range(1, SAME + 1)) and np.allclose(sims, sims[0])
 
