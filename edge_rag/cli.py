@@ -178,7 +178,8 @@ def _add_sync(commands: Any) -> None:
     _common(sync)
     sync.add_argument("--dry-run", action="store_true", help="say what would change; change nothing")
     sync.add_argument("--watch", action="store_true",
-                      help="keep syncing after each burst of changes until Ctrl-C (needs the [watch] extra)")
+                      help="keep syncing after each burst of changes until Ctrl-C or SIGTERM "
+                           "(needs the [watch] extra)")
     sync.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     sync.set_defaults(handler=_sync)
 
@@ -372,10 +373,22 @@ def _sync(args: argparse.Namespace) -> int:
         if not args.watch:
             return _sync_once(rag, args)
         try:
+            _interrupt_on_sigterm()
             watch(args.folder, lambda: _sync_once(rag, args), ignore=args.index)
         except KeyboardInterrupt:
             print("edge-rag: sync stopped; every committed document is kept", file=sys.stderr)
         return 0
+
+
+def _interrupt_on_sigterm() -> None:
+    """Make SIGTERM (a service manager's stop, ``kill``) stop the watcher as Ctrl-C does: the
+    document being written is rolled back, every committed one kept."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _sync_once(rag: EdgeRAG, args: argparse.Namespace) -> int:

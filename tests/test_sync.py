@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from edge_rag import EdgeRAG
 from edge_rag.cli import main
 from edge_rag.index.sync import Syncer
@@ -145,7 +147,8 @@ def test_a_grown_mbox_keeps_its_old_messages(tmp_path: Path, model_folder) -> No
         assert ids < {d.id for d in rag.documents()}
 
 
-def test_watch_syncs_after_changes_until_interrupted(tmp_path: Path, model_folder) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_watch_syncs_after_changes_until_interrupted(tmp_path: Path, model_folder, stop: int) -> None:
     folder, index = _folder(tmp_path), tmp_path / "index"
     command = [sys.executable, "-m", "edge_rag.cli", "sync", str(folder), "--index", str(index), "--watch",
                "--no-progress", "--json"]
@@ -159,7 +162,7 @@ def test_watch_syncs_after_changes_until_interrupted(tmp_path: Path, model_folde
         (folder / "lamps.txt").write_text("The lighthouse lamp at Lindesnes burns paraffin.")
         assert json.loads(_next_report(watcher))["added"] == ["lamps.txt"]
     finally:
-        watcher.send_signal(signal.SIGINT)
+        watcher.send_signal(stop)
         out, err = watcher.communicate(timeout=120)
     assert watcher.returncode == 0 and "sync stopped" in err
 
