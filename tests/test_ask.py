@@ -187,3 +187,17 @@ def test_each_rule_of_the_focused_stage_switches_off_by_name(lihua_index, slm):
     stage.off = frozenset({"echo"})
     assert stage._finish("Adam moving in [1]", prepared).startswith("Adam moving in [1]")
     assert {"echo", "time", "who", "yesno", "quote"} <= set(RULES)
+
+
+@pytest.mark.parametrize("stage", ["plain", "focused"])
+def test_a_stream_capped_for_one_answer_leaves_the_stage_as_it_was(lihua_index, slm, stage):
+    # The server caps one request's answer (its max_tokens) without touching the shared stage.
+    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, answer_stage=stage, answer_max_tokens=24,
+                      focus_max_new_tokens=24) as rag:
+        question = "Who is Li Hua's landlord?"
+        config = rag.answerer.config
+        stream = rag.answerer.stream(question, rag.retrieve(question), 2)
+        text = "".join(stream)
+        assert rag.answerer.config is config and config.max_new_tokens == 24
+    if stage == "plain":
+        assert 1 <= rag.slm.count_tokens(text) <= 2

@@ -35,7 +35,7 @@ from .types import Answer, AnswerStream
 
 class AnswerStage(Protocol):
     """Answers a question from a retrieval, whole or as a stream; ``config`` is its generation
-    setting (the server lowers ``max_new_tokens`` for one request)."""
+    setting, which ``stream`` may cap for one answer (a server request's ``max_tokens``)."""
 
     config: GenerationConfig
 
@@ -43,8 +43,9 @@ class AnswerStage(Protocol):
         """Generate the whole answer."""
         ...
 
-    def stream(self, question: str, retrieval: Retrieval) -> AnswerStream:
-        """Generate the answer as a stream of text pieces."""
+    def stream(self, question: str, retrieval: Retrieval, max_new_tokens: int | None = None) -> AnswerStream:
+        """Generate the answer as a stream of text pieces, at most ``max_new_tokens`` of them
+        when given and below ``config``'s."""
         ...
 
 

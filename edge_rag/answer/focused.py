@@ -144,21 +144,24 @@ class FocusedAnswerer:
         return Answer(self._finish(text, prepared), retrieval.method, prepared.chunks, timings,
                       retrieval, _details(prepared), prepared.withheld)
 
-    def stream(self, question: str, retrieval: Retrieval) -> AnswerStream:
-        """Generate the answer as a stream of text pieces (first_token counts from the evidence
-        choice on, the look at the model's next-token distribution included)."""
+    def stream(self, question: str, retrieval: Retrieval, max_new_tokens: int | None = None) -> AnswerStream:
+        """Generate the answer as a stream of text pieces, at most ``max_new_tokens`` of them
+        (first_token counts from the evidence choice on, the look at the model's next-token
+        distribution included)."""
         started = time.perf_counter()
         prepared = self.prepare(question, retrieval)
         answer = Answer("", retrieval.method, prepared.chunks,
                         {**retrieval.timings_ms, **prepared.timings}, retrieval, _details(prepared),
                         prepared.withheld)
-        return AnswerStream(self._pieces(prepared, answer.timings), answer, started)
+        pieces = self._pieces(prepared, answer.timings, self.config.capped(max_new_tokens))
+        return AnswerStream(pieces, answer, started)
 
-    def _pieces(self, prepared: Prepared, timings: dict[str, float]) -> Iterator[str]:
+    def _pieces(self, prepared: Prepared, timings: dict[str, float],
+                config: GenerationConfig) -> Iterator[str]:
         sent = ""
         if not prepared.abstain:
             generated: dict[str, float] = {}
-            for piece in self.slm.stream(prepared.prompt, self.config, self._mask(prepared),
+            for piece in self.slm.stream(prepared.prompt, config, self._mask(prepared),
                                          generated):
                 sent += piece
                 yield piece

@@ -48,12 +48,13 @@ class Answerer:
         return Answer(result.text.strip(), retrieval.method, used, timings, retrieval,
                       withheld=self.withheld)
 
-    def stream(self, question: str, retrieval: Retrieval) -> AnswerStream:
-        """Generate the answer as a stream of text pieces."""
+    def stream(self, question: str, retrieval: Retrieval, max_new_tokens: int | None = None) -> AnswerStream:
+        """Generate the answer as a stream of text pieces (at most ``max_new_tokens``)."""
         prompt, used = self.prompt(question, retrieval)
         answer = Answer("", retrieval.method, used, dict(retrieval.timings_ms), retrieval,
                         withheld=self.withheld)
-        return AnswerStream(self.slm.stream(prompt, self.config), answer, time.perf_counter())
+        pieces = self.slm.stream(prompt, self.config.capped(max_new_tokens))
+        return AnswerStream(pieces, answer, time.perf_counter())
 
     def _fit(self, question: str, chunks: list[RetrievedChunk]) -> list[tuple[RetrievedChunk, str]]:
         # Trim the context, never the question: chunks are added best first while they fit.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +59,12 @@ class GenerationConfig:
     # Greedy decoding of one prompt on a GQA graph drafts up to this many tokens by prompt
     # lookup and checks them in one call (``lookup.py``); 0 decodes one token a call.
     draft_tokens: int = 3
+
+    def capped(self, max_new_tokens: int | None) -> GenerationConfig:
+        """This setting with at most ``max_new_tokens`` new tokens (None: unchanged)."""
+        if max_new_tokens is None or max_new_tokens >= self.max_new_tokens:
+            return self
+        return replace(self, max_new_tokens=max(1, max_new_tokens))
 
 
 @dataclass

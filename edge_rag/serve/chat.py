@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..answer import Answer
@@ -100,24 +100,18 @@ def generate(job: Job, rag: EdgeRAG, request: ChatRequest, retrieval: Retrieval)
     if job.stop_reason():
         job.stopped = job.stop_reason()
         raise Stopped(job.stopped)
-    answerer = rag.answerer
-    saved = answerer.config
-    answerer.config = replace(saved, max_new_tokens=min(saved.max_new_tokens, request.max_tokens))
     finish = "stop"
+    stream = rag.answerer.stream(request.question, retrieval, request.max_tokens)
+    pieces = iter(stream)
     try:
-        stream = answerer.stream(request.question, retrieval)
-        pieces = iter(stream)
-        try:
-            for piece in pieces:
-                job.emit("piece", piece)
-                finish = job.stop_reason() or finish
-                if finish != "stop":
-                    job.stopped = finish
-                    break
-        finally:
-            pieces.close()  # type: ignore[attr-defined]
+        for piece in pieces:
+            job.emit("piece", piece)
+            finish = job.stop_reason() or finish
+            if finish != "stop":
+                job.stopped = finish
+                break
     finally:
-        answerer.config = saved
+        pieces.close()  # type: ignore[attr-defined]
     return stream.answer, finish, rag.slm.count_tokens(stream.answer.text)
 
 
