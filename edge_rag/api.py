@@ -10,7 +10,7 @@ from typing import Any, Literal, overload
 
 from .answer import Answer, AnswerStage, AnswerStream, Evidence, document_days, make_answer_stage, on_days
 from .budget import MemoryEstimate, estimate_memory, fit_to_budget
-from .config import Settings
+from .config import DEFAULT_METHOD, Settings
 from .errors import BadDocument, ModelNotFound
 from .index import Chunker, Document, Indexer, InsertReport, Skipped, read_sources
 from .index.aggregate import AggregationParams
@@ -228,11 +228,11 @@ class EdgeRAG:
 
     # -- reading -------------------------------------------------------------------------
 
-    def retrieve(self, question: str, method: str = "vector", top_k: int | None = None) -> Retrieval:
+    def retrieve(self, question: str, method: str = DEFAULT_METHOD, top_k: int | None = None) -> Retrieval:
         """Context for a question by one retrieval method: ``vector`` (VR, eq. 7), ``local``
         (LR, eqs. 8–11), ``dual`` (DR, eqs. 12–17), ``topology`` (TR, eqs. 18–29), ``ppr``
         (personalized PageRank over the weighted graph, beyond the paper), ``none``, or
-        ``auto``: the planner (§3.3) chooses one, recorded in ``Retrieval.plan``."""
+        ``auto`` (the default): the planner (§3.3) chooses one, recorded in ``Retrieval.plan``."""
         chosen = self.plan(question) if method.lower() == "auto" else None
         view = IndexView(self.settings, self.store, self.embedder, self._vectors(),
                          lambda: self._vectors("entity"), lambda: self._vectors("relation"),
@@ -279,7 +279,7 @@ class EdgeRAG:
     def ask(self, question: str, method: str = ..., top_k: int | None = ...,
             stream: bool = ...) -> Answer | AnswerStream: ...
 
-    def ask(self, question: str, method: str = "vector", top_k: int | None = None,
+    def ask(self, question: str, method: str = DEFAULT_METHOD, top_k: int | None = None,
             stream: bool = False) -> Answer | AnswerStream:
         """Answer a question from the index with the SLM, citing numbered sources.
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from .answer import Answer
 from .api import EdgeRAG
-from .config import EXTRACTORS, Settings, models_home
+from .config import DEFAULT_METHOD, EXTRACTORS, Settings, models_home
 from .errors import EdgeRagError, WrongKey
 from .index import InsertReport
 from .index.graph_export import draw_neighbourhood, graphml
@@ -210,7 +210,7 @@ def _add_chat(commands: Any) -> None:
                                "stops that answer, Ctrl-C at the prompt exits with 130.")
     chat.add_argument("--index", required=True, type=Path, metavar="DIR", help="index directory")
     chat.add_argument("--profile", default=None, help="device profile name or TOML path")
-    chat.add_argument("--method", default="auto", choices=sorted(RETRIEVERS) + ["auto"],
+    chat.add_argument("--method", default=DEFAULT_METHOD, choices=sorted(RETRIEVERS) + ["auto"],
                       help="retrieval method; auto lets the planner choose (default: %(default)s)")
     chat.add_argument("--top-k", type=int, default=None, help="chunks to retrieve (default: profile)")
     chat.add_argument("--json", action="store_true",
@@ -312,7 +312,7 @@ def _add_encryption(commands: Any) -> None:
 def _question(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="the question, in quotes")
     _common(parser)
-    parser.add_argument("--method", default="auto", choices=sorted(RETRIEVERS) + ["auto"],
+    parser.add_argument("--method", default=DEFAULT_METHOD, choices=sorted(RETRIEVERS) + ["auto"],
                         help="retrieval method: vector, local, dual, topology (the paper's VR, LR, DR, "
                         "TR), ppr (personalized PageRank over the graph), none, or auto: the planner "
                         "chooses (default: %(default)s)")

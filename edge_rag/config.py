@@ -16,6 +16,9 @@ EXTRACTORS = ("fast", "slm", "none")
 PLANNERS = ("names", "margin", "head", "slm", "rules")
 ANSWER_STAGES = ("focused", "plain")
 FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr", "titles")
+# The method of the CLI, the Python API and the server when none is named: the planner chooses
+# (issue 44: it finds more of the evidence than vector and answers at least as well, README).
+DEFAULT_METHOD = "auto"
 PROFILE_DIR_ENV = "EDGE_RAG_PROFILES"
 HOME_ENV = "EDGE_RAG_HOME"
 

@@ -22,7 +22,9 @@ QUESTION = "What time does Li Hua check in with Adam about moving in?"
 
 def test_retrieve_finds_the_evidence_conversation(lihua_index):
     with EdgeRAG.open(lihua_index, create=False) as rag:
-        found = rag.retrieve(QUESTION, top_k=3)
+        found = rag.retrieve(QUESTION, method="vector", top_k=3)
+        planned = rag.retrieve(QUESTION, top_k=3)  # the default: the planner chooses
+    assert planned.plan is not None and planned.method == planned.plan.method
     assert found.method == "vector" and len(found.chunks) == 3
     assert any(c.source.endswith("20260105_1400.txt") for c in found.chunks)
     scores = [c.score for c in found.chunks]

@@ -54,7 +54,8 @@ def test_the_openai_client_gets_a_whole_answer_with_sources(served: Server) -> N
     assert sources and sources[0]["n"] == 1 and sources[0]["text"].strip()
     assert {"doc_id", "source", "chunk_id"} <= set(sources[0])
     assert "/" not in sources[0]["source"]  # a file's name, never a server path
-    assert reply.model_extra["method"] == "vector" and reply.usage.completion_tokens > 0
+    assert reply.usage.completion_tokens > 0  # no method named: auto, the planner's choice shown
+    assert reply.model_extra["method"] == reply.model_extra["plan"]["method"]
 
 
 def test_the_openai_client_streams_an_answer_with_sources(served: Server) -> None:

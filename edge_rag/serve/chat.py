@@ -11,6 +11,7 @@ from typing import Any
 
 from ..answer import Answer
 from ..api import EdgeRAG
+from ..config import DEFAULT_METHOD
 from ..errors import EdgeRagError
 from ..retrieve import RETRIEVERS, Retrieval, RetrievedChunk
 from .queue import Job, Stopped
@@ -65,8 +66,8 @@ def check_question(text: Any) -> str:
 
 
 def read_method(body: dict) -> str:
-    """The ``method`` extra field (default vector)."""
-    method = body.get("method", "vector")
+    """The ``method`` extra field (default auto, as in the CLI and the Python API)."""
+    method = body.get("method", DEFAULT_METHOD)
     if method not in METHODS:
         raise BadRequest(f"'method' must be one of {', '.join(METHODS)}")
     return str(method)
