@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from rapidfuzz import fuzz, process
@@ -110,6 +111,7 @@ WORD = re.compile(r"[a-z0-9]+")
 STEM_SUFFIXES = ("ing", "ed", "es", "s")
 
 
+@lru_cache(maxsize=1 << 17)  # a corpus repeats its words: stemming every chunk for the walk's BM25
 def stem(word: str) -> str:
     """A crude stem: one of ``STEM_SUFFIXES`` off a word that keeps at least four letters
     ("reminded" → "remind", "sessions" → "session"), so that inflections match."""

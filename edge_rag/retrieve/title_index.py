@@ -66,19 +66,16 @@ class TitleIndex:
         raw = WORD.findall(text)
         words = tuple(w.casefold() for w in raw)
         found: dict[int, None] = {}
-        i = 0
-        while i < len(words):
-            step = 1
-            if capitalised and raw[i][0].islower():
-                i += 1
+        free = 0  # where the next match may start: matches do not overlap
+        for i, word in enumerate(words):
+            if i < free or (capitalised and raw[i][0].islower()):
                 continue
-            for n in self.lengths.get(words[i], ()):
+            for n in self.lengths.get(word, ()):
                 chunk = self.chunk_of.get(words[i : i + n])
                 if chunk is not None:
                     found.setdefault(chunk)
-                    step = n
+                    free = i + n
                     break
-            i += step
         return list(found)
 
     def __len__(self) -> int:
