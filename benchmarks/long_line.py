@@ -37,7 +37,7 @@ CHILD = textwrap.dedent("""
     with EdgeRAG.open(sys.argv[1], progress=False, extractor=sys.argv[3]) as rag:
         report = rag.insert(sys.argv[2])
         seconds = time.perf_counter() - start
-        top = rag.retrieve("harbour lantern meadow", top_k=1).chunks
+        top = rag.retrieve("harbour lantern meadow", "vector", top_k=1).chunks
     print(json.dumps({"added": len(report.added), "failed": report.failed, "chunks": report.chunks,
                       "seconds": seconds, "found": bool(top), "peak_rss_mb": peak_rss_mb()}))
 """)

@@ -65,7 +65,7 @@ def _recall(rag: EdgeRAG, queries: list[dict]) -> dict:
     latencies = []
     for query in (q for q in queries if q["type"] != "Null"):
         start = time.perf_counter()
-        found = rag.retrieve(query["question"], top_k=max(KS) * 3)
+        found = rag.retrieve(query["question"], "vector", top_k=max(KS) * 3)
         latencies.append((time.perf_counter() - start) * 1000)
         row = [_chunk_recall(found.chunks, timestamps, query["evidence"], k) for k in KS]
         per_type.setdefault(query["type"], []).append(row)
