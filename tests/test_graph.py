@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -159,6 +160,40 @@ def test_aggregation_judges_every_pair_of_a_large_component() -> None:
     assert group_of["li hua"] == group_of["lihua"]
     assert len({group_of[f"{d} may"] for d in range(1, 29)}) == 28
     assert all(group_of[a] != group_of[b] for a, b, _ in result.similar)
+    assert _similar_by_pairs(result, ordered, params) == _similar_found(result)
+
+
+def test_similar_edges_are_the_best_pair_between_groups_with_the_same_numbers() -> None:
+    names = ["kari moson", "karo lumen", "tari vison", "kari", "moson kari", "kari mosen", "may 4", "mai 4",
+             "june 4", "march 4", "may 5", "2015-03-04", "2015-03-05"]
+    dated = [any(c.isdigit() for c in n) for n in names]
+    keys = [EntityKey(n, "date" if d else "person", frozenset({"date" if d else "friend"}), 1)
+            for n, d in zip(names, dated)]
+    params = AggregationParams()
+    result = aggregate(keys, params)
+    expected = _similar_by_pairs(result, sorted(keys, key=lambda k: k.key), params)
+    assert _similar_found(result) == expected and len(expected) == 10
+
+
+def _similar_by_pairs(result, ordered, params) -> dict[tuple[int, int], float]:
+    # Eq. 5 judged pair by pair: one edge per pair of groups with a key pair at δ whose names
+    # carry the same numbers, scored by the best such pair.
+    group_of = {key: n for n, group in enumerate(result.groups) for key in group}
+    scores = hybrid_scores(ordered, params.lam)
+    best: dict[tuple[int, int], float] = {}
+    for (i, a), (j, b) in itertools.combinations(enumerate(ordered), 2):
+        pair = (min(group_of[a.key], group_of[b.key]), max(group_of[a.key], group_of[b.key]))
+        if scores[i, j] >= params.delta and pair[0] != pair[1] and \
+                re.findall(r"\d+", a.key) == re.findall(r"\d+", b.key):
+            best[pair] = max(best.get(pair, 0.0), round(float(scores[i, j]), 6))
+    return best
+
+
+def _similar_found(result) -> dict[tuple[int, int], float]:
+    group_of = {key: n for n, group in enumerate(result.groups) for key in group}
+    found = {(min(group_of[a], group_of[b]), max(group_of[a], group_of[b])): s for a, b, s in result.similar}
+    assert len(found) == len(result.similar)
+    return found
 
 
 def test_candidate_sets_stay_those_a_fresh_search_gives(tmp_path: Path) -> None:

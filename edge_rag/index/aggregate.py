@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,10 +104,18 @@ class ScoredPairs:
     cols: np.ndarray
     scores: np.ndarray
 
-    def at(self, threshold: float) -> list[tuple[int, int, float]]:
-        """(i, j, S) of the pairs with S ≥ threshold."""
+    def at(self, threshold: float, alike: np.ndarray | None = None) -> ScoredPairs:
+        """The pairs with S ≥ threshold (and, given a label per key, equal labels: one of
+        ``alike``'s columns equal; -1 never matches)."""
         keep = self.scores >= threshold
-        return list(zip(self.rows[keep].tolist(), self.cols[keep].tolist(), self.scores[keep].tolist()))
+        if alike is not None:
+            left, right = alike[self.rows], alike[self.cols]
+            keep &= ((left == right) & (left >= 0)).any(axis=1)
+        return ScoredPairs(self.rows[keep], self.cols[keep], self.scores[keep])
+
+    def triples(self) -> list[tuple[int, int, float]]:
+        """(i, j, S) of every pair, in order."""
+        return list(zip(self.rows.tolist(), self.cols.tolist(), self.scores.tolist()))
 
 
 def scored_pairs(keys: Sequence[EntityKey], lam: float, threshold: float) -> ScoredPairs:
@@ -122,9 +130,9 @@ def scored_pairs(keys: Sequence[EntityKey], lam: float, threshold: float) -> Sco
         rows, cols = np.nonzero(block >= threshold)
         keep = cols > rows + start
         rows, cols = rows[keep], cols[keep]
-        parts.append((rows + start, cols, block[rows, cols]))
+        parts.append(((rows + start).astype(np.int32), cols.astype(np.int32), block[rows, cols]))
     if not parts:
-        return ScoredPairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+        return ScoredPairs(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32))
     return ScoredPairs(*(np.concatenate([p[i] for p in parts]) for i in range(3)))
 
 
@@ -171,20 +179,32 @@ def aggregate(keys: Sequence[EntityKey], params: AggregationParams) -> Aggregati
     (2WikiMultihopQA's dates) costs a few matrix passes, not millions of Python calls."""
     keys = sorted(keys, key=lambda k: k.key)
     pairs = scored_pairs(keys, params.lam, min(params.merge, params.delta))
+    numbers = _labels(keys, lambda k: tuple(DIGITS.findall(k.key)))
+    compacts = _labels(keys, lambda k: compact(k.key), "")
     parent = list(range(len(keys)))
-    for i, j, score in _merge_candidates(keys, pairs, params):
+    for i, j, score in _merge_candidates(keys, pairs, params, np.stack([numbers, compacts], axis=1)):
         if same_entity(keys[i], keys[j], score, params):
             _union(parent, i, j)
     groups = _groups(parent, keys)
-    return Aggregation([[k.key for k in g] for g in groups], _similar(keys, pairs, parent, params))
+    similar = _similar(keys, pairs.at(params.delta, numbers[:, None]), parent)
+    return Aggregation([[k.key for k in g] for g in groups], similar)
 
 
-def _merge_candidates(keys: Sequence[EntityKey], pairs: ScoredPairs,
-                      params: AggregationParams) -> list[tuple[int, int, float]]:
-    # The pairs ``same_entity`` can accept: S at the merge threshold, or equal compact names
-    # (whose score the rule does not read). Union-find's groups do not depend on the order
-    # pairs are joined in.
-    found = pairs.at(params.merge)
+def _labels(keys: Sequence[EntityKey], label: Callable[[EntityKey], Hashable],
+            none: Hashable = None) -> np.ndarray:
+    # One integer per distinct label (``none``: -1), so pairs are compared in numpy: a component
+    # of dates has millions of pairs at δ, nearly all with different numbers.
+    ids: dict[Hashable, int] = {}
+    return np.array([-1 if (v := label(k)) == none else ids.setdefault(v, len(ids)) for k in keys],
+                    dtype=np.int64)
+
+
+def _merge_candidates(keys: Sequence[EntityKey], pairs: ScoredPairs, params: AggregationParams,
+                      alike: np.ndarray) -> list[tuple[int, int, float]]:
+    # The pairs ``same_entity`` can accept: S at the merge threshold with the same numbers or
+    # the same compact name (``alike``), or equal compact names (whose score the rule does not
+    # read). Union-find's groups do not depend on the order pairs are joined in.
+    found = pairs.at(params.merge, alike).triples()
     by_compact: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
         if name := compact(key.key):
@@ -212,17 +232,19 @@ def components(nodes: Iterable[str], edges: Iterable[tuple[str, str]]) -> list[l
     return sorted(found.values())
 
 
-def _similar(keys: Sequence[EntityKey], pairs: ScoredPairs, parent: list[int],
-             params: AggregationParams) -> list[tuple[str, str, float]]:
-    # One edge per pair of merged groups, scored by the best key pair between them (eq. 5).
-    best: dict[tuple[int, int], float] = {}
-    numbers = [DIGITS.findall(k.key) for k in keys]
-    for i, j, score in pairs.at(params.delta):
-        gi, gj = _find(parent, i), _find(parent, j)
-        if gi != gj and numbers[i] == numbers[j]:
-            pair = (min(gi, gj), max(gi, gj))
-            best[pair] = max(best.get(pair, 0.0), score)
-    return sorted((keys[a].key, keys[b].key, round(s, 6)) for (a, b), s in best.items())
+def _similar(keys: Sequence[EntityKey], pairs: ScoredPairs,
+             parent: list[int]) -> list[tuple[str, str, float]]:
+    # One edge per pair of merged groups, scored by the best key pair between them (eq. 5);
+    # ``pairs`` are those at δ whose names carry the same numbers.
+    roots = np.array([_find(parent, i) for i in range(len(keys))], dtype=np.int64)
+    a, b = roots[pairs.rows], roots[pairs.cols]
+    apart = a != b
+    low, high, scores = np.minimum(a, b)[apart], np.maximum(a, b)[apart], pairs.scores[apart]
+    code = low * len(keys) + high
+    order = np.lexsort((-scores, code))  # each group pair's best first
+    first = order[np.r_[True, code[order][1:] != code[order][:-1]]] if len(order) else order
+    return sorted((keys[i].key, keys[j].key, round(s, 6))
+                  for i, j, s in zip(low[first].tolist(), high[first].tolist(), scores[first].tolist()))
 
 
 def _groups(parent: list[int], keys: Sequence[EntityKey]) -> list[list[EntityKey]]:
