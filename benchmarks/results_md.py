@@ -923,6 +923,12 @@ Earlier runs, kept as text: their files came from graphs, schemas or options the
 longer has, or were renamed by hand, so `benchmarks/results/` keeps only the newest file each
 script writes per data set (issue 47).
 
+- **Scale, 1×–5×, memory-mapped walk against the code before it (2026-12-06, load 20–30).**
+  `python -m benchmarks.scale --sizes 1,3,5 --compare <checkout of 9c04822>`: cold first `ppr`
+  query before / after 3.18 / 1.93 s (1×), 3.85 / 1.04 s (3×), 10.29 / 1.17 s (5×); `retrieve`
+  peak 147 / 147, 240 / 187, 324 / 221 MiB; ppr warm p50 100 / 91, 51 / 54, 78 / 60 ms; ppr
+  recall@5 identical before and after (0.907, 0.890, 0.869); build KB per CPU-second 4.37, 4.89,
+  4.72.
 - **Answer accuracy, int8 optimum Qwen (2026-11-30).** LiHua-World, 60 type-stratified questions,
   plain stage: vector 0.183, dual 0.183 (Single 0.229), Multi and Null 0 for every method;
   2Wiki, 40 questions: none 0.200, vector 0.175, local 0.125, dual 0.125, topology 0.125, the
