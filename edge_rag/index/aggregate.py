@@ -105,12 +105,10 @@ class ScoredPairs:
     scores: np.ndarray
 
     def at(self, threshold: float, alike: np.ndarray | None = None) -> ScoredPairs:
-        """The pairs with S ≥ threshold (and, given a label per key, equal labels: one of
-        ``alike``'s columns equal; -1 never matches)."""
+        """The pairs with S ≥ threshold (and, given labels per key, ``alike`` ones)."""
         keep = self.scores >= threshold
         if alike is not None:
-            left, right = alike[self.rows], alike[self.cols]
-            keep &= ((left == right) & (left >= 0)).any(axis=1)
+            keep &= _alike(alike, self.rows, self.cols)
         return ScoredPairs(self.rows[keep], self.cols[keep], self.scores[keep])
 
     def triples(self) -> list[tuple[int, int, float]]:
@@ -118,10 +116,20 @@ class ScoredPairs:
         return list(zip(self.rows.tolist(), self.cols.tolist(), self.scores.tolist()))
 
 
-def scored_pairs(keys: Sequence[EntityKey], lam: float, threshold: float) -> ScoredPairs:
-    """The pairs with S ≥ threshold, S computed a block of rows at a time: a component of n
-    names never holds the n × n matrix (2WikiMultihopQA's 1,842 dates would take ~80 MiB of
-    matrices at once), only blocks of at most ``BLOCK_CELLS`` pairs."""
+def _alike(labels: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    # Pairs with an equal label in one of the columns of ``labels`` (one row per key; -1 never
+    # matches).
+    left, right = labels[rows], labels[cols]
+    return ((left == right) & (left >= 0)).any(axis=1)
+
+
+def scored_pairs(keys: Sequence[EntityKey], lam: float, threshold: float,
+                 alike: np.ndarray | None = None) -> ScoredPairs:
+    """The pairs with S ≥ threshold (and, given labels per key, ``alike`` ones), S computed a
+    block of rows at a time: a component of n names never holds the n × n matrix (2Wiki's
+    1,842 dates would take ~80 MiB of matrices at once), only blocks of at most ``BLOCK_CELLS``
+    pairs, and keeps only the pairs a rule can use (a component of dates has tens of millions
+    of pairs at δ, nearly all with different numbers)."""
     scorer, n = _Scorer(keys, lam), len(keys)
     step = max(1, BLOCK_CELLS // max(1, n))
     parts = []
@@ -130,6 +138,9 @@ def scored_pairs(keys: Sequence[EntityKey], lam: float, threshold: float) -> Sco
         rows, cols = np.nonzero(block >= threshold)
         keep = cols > rows + start
         rows, cols = rows[keep], cols[keep]
+        if alike is not None:
+            kept = _alike(alike, rows + start, cols)
+            rows, cols = rows[kept], cols[kept]
         parts.append(((rows + start).astype(np.int32), cols.astype(np.int32), block[rows, cols]))
     if not parts:
         return ScoredPairs(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32))
@@ -178,11 +189,13 @@ def aggregate(keys: Sequence[EntityKey], params: AggregationParams) -> Aggregati
     merge or the similar threshold (found with numpy), so a component of thousands of names
     (2WikiMultihopQA's dates) costs a few matrix passes, not millions of Python calls."""
     keys = sorted(keys, key=lambda k: k.key)
-    pairs = scored_pairs(keys, params.lam, min(params.merge, params.delta))
     numbers = _labels(keys, lambda k: tuple(DIGITS.findall(k.key)))
     compacts = _labels(keys, lambda k: compact(k.key), "")
+    # Only pairs with the same numbers or the same compact name can merge or be similar.
+    pairs = scored_pairs(keys, params.lam, min(params.merge, params.delta),
+                         np.stack([numbers, compacts], axis=1))
     parent = list(range(len(keys)))
-    for i, j, score in _merge_candidates(keys, pairs, params, np.stack([numbers, compacts], axis=1)):
+    for i, j, score in _merge_candidates(keys, pairs, params):
         if same_entity(keys[i], keys[j], score, params):
             _union(parent, i, j)
     groups = _groups(parent, keys)
@@ -199,12 +212,12 @@ def _labels(keys: Sequence[EntityKey], label: Callable[[EntityKey], Hashable],
                     dtype=np.int64)
 
 
-def _merge_candidates(keys: Sequence[EntityKey], pairs: ScoredPairs, params: AggregationParams,
-                      alike: np.ndarray) -> list[tuple[int, int, float]]:
-    # The pairs ``same_entity`` can accept: S at the merge threshold with the same numbers or
-    # the same compact name (``alike``), or equal compact names (whose score the rule does not
-    # read). Union-find's groups do not depend on the order pairs are joined in.
-    found = pairs.at(params.merge, alike).triples()
+def _merge_candidates(keys: Sequence[EntityKey], pairs: ScoredPairs,
+                      params: AggregationParams) -> list[tuple[int, int, float]]:
+    # The pairs ``same_entity`` can accept: S at the merge threshold (``pairs`` holds only those
+    # with the same numbers or the same compact name), or equal compact names (whose score the
+    # rule does not read). Union-find's groups do not depend on the order pairs are joined in.
+    found = pairs.at(params.merge).triples()
     by_compact: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
         if name := compact(key.key):
