@@ -274,13 +274,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.shuffle:  # a fixed order in which every prefix is a sample of all types
         queries.sort(key=lambda q: hashlib.sha256(q["id"].encode()).hexdigest())
     args.slm = args.slm or Settings().slm
-    base_off = frozenset(filter(None, args.base_off.split(",")))
     named = [] if args.rules == "none" else args.rules.split(",") if args.rules else list(RULES)
-    rules = [r for r in named if r not in base_off]
     with open_benchmark_index(dataset, True, slm=args.slm) as rag:
         found = retrievals(rag, args.dataset, queries, args.method)
         stage = rag.answerer
         assert isinstance(stage, FocusedAnswerer)
+        # The profile's own answer_rules_off are off in the base too.
+        base_off = stage.off | frozenset(filter(None, args.base_off.split(",")))
+        rules = [r for r in named if r not in base_off]
         slm = CachedSLM(stage.slm, args.slm, args.dataset)
         stage.slm = slm  # type: ignore[assignment]
         embed = Remembered(stage.evidence.embed, CACHE / f"vectors-{args.dataset}-v2.pkl")

@@ -895,8 +895,16 @@ turns 3 Null questions right and raises false abstention from 0.022 to 0.066 (8 
 to answerable questions, all wrong before). The rest-of-copy quote was dropped: off, it answered
 one more on half B and none fewer on A; the `_final` run is the stage without it (dev 0.421,
 halves 0.388 and 0.456). Not measured before the session ended: dated, names, span, open and
-replies. The runs of the 1.5B (20 of the stratified 60) and of auto (110 of 254, a fixed hash
-order) are samples: compare them only on the same questions (the side-by-side table). The
+replies. The 0.5B's auto run (110 of 254, a fixed hash order) is a sample: compare it only on
+the same questions (the side-by-side table).
+
+The 1.5B (issue 44: does the bigger model need less help?), auto, all 254 dev questions, its base
+answers those of `answer_accuracy` (seeded, dev 0.453 either way), on one core beside the 30x
+scale build: no forced start and not the open mask was chosen off on both halves. Free answers
+(who off) tie on dev (+1 on A, -1 on B); without the Yes/No start Multi drops 0.692 -> 0.615;
+without the open mask dev drops 0.453 -> 0.441 and false abstention doubles (0.048 -> 0.097).
+The 1.5B takes the same stage as the 0.5B (`answer_rules_off` stays empty in its profiles).
+Not measured for the 1.5B: names, dated, span, replies, terms, date and the finish rules. The
 evidence vectors of these runs were kept across questions, so a few prompts differ from `ask`'s
 by the per-batch int8 activations of the embedder (now each question's evidence is embedded in
 one call as the stage does)."""

@@ -15,6 +15,10 @@ VECTOR_DTYPES = ("f32", "f16", "i8")
 EXTRACTORS = ("fast", "slm", "none")
 PLANNERS = ("names", "margin", "head", "slm", "rules")
 ANSWER_STAGES = ("focused", "plain")
+# The focused answer stage's rules (documented in edge_rag/answer/focused.py), each one switched
+# off by naming it in ``answer_rules_off``.
+ANSWER_RULES = ("yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span", "replies",
+                "open", "names", "bare", "echo", "quote", "sentence")
 FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr", "titles")
 # The method of the CLI, the Python API and the server when none is named: the planner chooses
 # (issue 44: it finds more of the evidence than vector and answers at least as well, README).
@@ -42,6 +46,7 @@ class Settings:
     context_token_budget: int = 1024
     answer_max_tokens: int = 96
     answer_stage: str = "focused"
+    answer_rules_off: tuple[str, ...] = ()
     focus_tokens: int = 220
     focus_max_new_tokens: int = 32
     draft_tokens: int = 3
@@ -97,6 +102,8 @@ class Settings:
         _check(1 <= self.answer_max_tokens < self.slm_context_tokens // 2,
                "answer_max_tokens must be >= 1 and below half of slm_context_tokens")
         _check(self.answer_stage in ANSWER_STAGES, f"answer_stage must be one of {ANSWER_STAGES}")
+        unknown = sorted(set(self.answer_rules_off) - set(ANSWER_RULES))
+        _check(not unknown, f"answer_rules_off: unknown rule(s) {unknown}; known: {', '.join(ANSWER_RULES)}")
         _check(self.focus_tokens >= 32, "focus_tokens must be at least 32")
         _check(self.abstain_terms >= 0, "abstain_terms must be >= 0 (0 = never on terms)")
         _check(1 <= self.focus_max_new_tokens < self.slm_context_tokens // 2,
@@ -243,8 +250,19 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
             raise SettingsError(f"setting {key} must be a number, got {value!r}")
         if kind == "bool" and not isinstance(value, bool):
             raise SettingsError(f"setting {key} must be true or false, got {value!r}")
+        if kind.startswith("tuple"):
+            value = _names(key, value)
         out[key] = float(value) if kind == "float" else value
     return out
+
+
+def _names(key: str, value: Any) -> tuple[str, ...]:
+    """A list setting from TOML (a list of strings) or an override (also a comma-separated string)."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise SettingsError(f"setting {key} must be a list of names, got {value!r}")
+    return tuple(v.strip() for v in value if v.strip())
 
 
 def _check(condition: bool, message: str) -> None:

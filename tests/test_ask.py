@@ -174,13 +174,14 @@ def test_a_speakers_name_alone_answers_only_a_who_question(slm):
 def test_each_rule_of_the_focused_stage_switches_off_by_name(lihua_index, slm):
     from edge_rag.answer import RULES
 
+    question = "What time does Li Hua check in with Adam about moving in?"
+    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, answer_rules_off=["time"]) as rag:
+        assert rag.answerer.off == {"time"}  # the setting (a profile's list) reaches the stage
+        assert not rag.answerer.prepare(question, rag.retrieve(question)).form.starts  # runs free
     with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, focus_max_new_tokens=8) as rag:
         stage = rag.answerer
-        question = "What time does Li Hua check in with Adam about moving in?"
         retrieval = rag.retrieve(question)
         assert stage.prepare(question, retrieval).form.starts  # a time from the sources
-        stage.off = frozenset({"time"})
-        assert not stage.prepare(question, retrieval).form.starts  # the answer runs free
         stage.off = frozenset()
         prepared = stage.prepare(question, retrieval)
     assert stage._finish("Adam moving in [1]", prepared) == "Insufficient information."  # an echo

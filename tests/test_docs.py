@@ -144,6 +144,8 @@ def shown(value: Any) -> str:
         return "true" if value else "false"
     if value is None:
         return "unset"
+    if isinstance(value, tuple):
+        return "[" + " ".join(value) + "]"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

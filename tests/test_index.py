@@ -166,6 +166,17 @@ def test_settings_validation(tmp_path):
         Settings.load(profile)
 
 
+def test_answer_rules_off_is_a_list_of_known_rules(tmp_path):
+    profile = tmp_path / "board.toml"
+    profile.write_text('[answer]\nanswer_rules_off = ["who", "time"]\n')
+    assert Settings.load(profile).answer_rules_off == ("who", "time")
+    assert Settings.load(None, answer_rules_off="when, open").answer_rules_off == ("when", "open")
+    with pytest.raises(SettingsError, match="unknown rule.*'whom'"):
+        Settings.load(None, answer_rules_off=["whom"])
+    with pytest.raises(SettingsError, match="list of names"):
+        Settings.load(None, answer_rules_off=3)
+
+
 def test_dev_profile_loads():
     assert Settings.load("dev").profile == "dev"
 

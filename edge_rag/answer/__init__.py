@@ -57,7 +57,7 @@ def make_answer_stage(settings: Settings, slm: SLM, evidence: Evidence) -> Answe
                         settings.source_guard, settings.draft_tokens)
     return FocusedAnswerer(slm, evidence, settings.focus_tokens, settings.focus_max_new_tokens,
                            settings.abstain_threshold, settings.no_threshold, settings.abstain_terms,
-                           settings.source_guard, settings.draft_tokens)
+                           settings.source_guard, settings.draft_tokens, settings.answer_rules_off)
 
 
 __all__ = ["ONLY_CITATIONS", "RULES", "Answer", "AnswerStage", "AnswerStream", "Answerer", "Evidence",

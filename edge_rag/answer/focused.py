@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +16,7 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from .. import prompts
+from ..config import ANSWER_RULES
 from ..guard import withhold
 from ..lexicon import STOPWORDS
 from ..models.constraints import TokenMask
@@ -33,15 +34,15 @@ ONLY_CITATIONS = re.compile(r"^(?:[\s,.;:-]|\[\d+(?:\s*,\s*\d+)*\])*$")
 MAX_NAME_TOKENS = 8
 NO_ANSWER_STARTS = ("Insufficient", "insufficient", "INSUFFICIENT", " Insufficient", " insufficient")
 DATED_DOCS = 3
-# The focused stage's rules, each switched off by its name in ``FocusedAnswerer.off`` (measured one by
+# The focused stage's rules, each switched off by its name in ``FocusedAnswerer.off`` (the setting
+# ``answer_rules_off``; measured one by
 # one in benchmarks/answer_rules.py): forced starts by answer form (yesno, choice, who, time, when),
 # abstention on a missing date or unsupported terms (date, terms), the named day's documents first
 # (dated), the answer-span bonus and reply carry of the evidence choice (span, replies), the free
 # answer's first-token and name masks (open, names), and the finish (bare: an answer of citations
 # only becomes the best line; echo: an answer that only repeats the question's words is an abstention;
 # quote, sentence: the source words shown after the answer).
-RULES = ("yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span", "replies",
-         "open", "names", "bare", "echo", "quote", "sentence")
+RULES = ANSWER_RULES
 
 
 @dataclass
@@ -93,7 +94,7 @@ class FocusedAnswerer:
     def __init__(self, slm: SLM, evidence: Evidence, context_tokens: int, max_new_tokens: int,
                  abstain_threshold: float, no_threshold: float = 0.5,
                  abstain_terms: int = 0, guard: bool = True,
-                 draft_tokens: int = GenerationConfig.draft_tokens) -> None:
+                 draft_tokens: int = GenerationConfig.draft_tokens, off: Iterable[str] = ()) -> None:
         self.slm = slm
         self.guard = guard
         self.abstain_terms = abstain_terms
@@ -107,7 +108,7 @@ class FocusedAnswerer:
         self._open_ids: np.ndarray | None = None
         self._no_colon_ids: np.ndarray | None = None
         self._name_goes_on_ids: np.ndarray | None = None
-        self.off: frozenset[str] = frozenset()  # names of RULES switched off
+        self.off: frozenset[str] = frozenset(off)  # names of RULES switched off
 
     def prepare(self, question: str, retrieval: Retrieval) -> Prepared:
         """Choose the evidence, build the prompt, decide whether to abstain."""
