@@ -1094,16 +1094,18 @@ from the one before (the stage's own KB/s and peak RSS), then measured in fresh 
 p50 of `vector`, `ppr` and `auto` over the LiHua dev questions, the first `ppr` question of a new
 process, the peak RSS of the `edge-rag retrieve` and `ask` commands, and recall@5 of the LiHua
 evidence among the distractors. Timings are from a shared machine: compare sizes within a run.""", scale,
-            """Built to 5× only: on this machine (load average 20-30 from other sessions) a stage ran on a
-third of a core, and the 10× stage was stopped after 8 minutes (see the issue 46 report for what 30×
-needs). Build text per CPU second stayed flat (4.37, 4.89, 4.72 KB); wall KB/s fell with the load, not
-the index. Retrieval is the same before and after (LiHua recall equal at every size, 2Wiki rankings
-equal by digest); what changed is what a process pays: the first `ppr` question 1.17 s against 10.3 s at
-5×, and `edge-rag retrieve` 221 against 324 MiB. Recall falls with the distractors for every method (ppr
-0.907 → 0.869 at 5×, beyond issue 46's 0.03). Index bytes per KB double from 3× on because 2Wiki's
-passages carry more names per KB (`index_build_2wiki.json`: 51.5 MB for 2.7 MB of passages, 18.9 KB a
-KB). The runs predate two reader changes (codes read through the page cache into one matrix), measured
-after at 5×: 229 → 212 MiB after a `ppr` question."""),
+            """Built to 30× on 6 December 2026; 1×-10× measured at load 2-3 (the 30× build on the other
+core), 30× at load 2 (`python -m benchmarks.scale --sizes 1,3,10,30 --reuse`). **At 30× recall
+collapses because the chunk vectors cross `vector_file_min` (65,536) and move from exact search to
+an HNSW file**: at USearch's defaults (expansion 64) HNSW finds 45 % of the exact top 10 for 40 LiHua
+dev questions (a fresh HNSW of the same rows 48 %, expansion 256 72 %), so vector R@5 falls 0.772 →
+0.383 and ppr 0.862 → 0.759, and the 30× latencies (ppr p50 12 ms) are those of the approximate
+search. Up to 10× every kind is searched exactly and ppr loses 0.045 to the distractors (2Wiki
+passages sharing a name, other LiHua chats). Build text per CPU second falls 4.34 → 3.77 → 2.52 KB
+(1×, 10×, 30×): the 30× stage's samples are half in the embedder's worker, 16 % storing chunk
+vectors and 16 % reading mentions in the graph refresh, which grows with the index. Index bytes per
+KB are higher above 1× because encyclopedic passages yield 2.6× the relation mentions per KB of
+chat."""),
     Section("Prompt injection", ("injection*.json",), """\
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each
