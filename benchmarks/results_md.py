@@ -1095,17 +1095,16 @@ p50 of `vector`, `ppr` and `auto` over the LiHua dev questions, the first `ppr` 
 process, the peak RSS of the `edge-rag retrieve` and `ask` commands, and recall@5 of the LiHua
 evidence among the distractors. Timings are from a shared machine: compare sizes within a run.""", scale,
             """Built to 30× on 6 December 2026; 1×-10× measured at load 2-3 (the 30× build on the other
-core), 30× at load 2 (`python -m benchmarks.scale --sizes 1,3,10,30 --reuse`). **At 30× recall
-collapses because the chunk vectors cross `vector_file_min` (65,536) and move from exact search to
-an HNSW file**: at USearch's defaults (expansion 64) HNSW finds 45 % of the exact top 10 for 40 LiHua
-dev questions (a fresh HNSW of the same rows 48 %, expansion 256 72 %), so vector R@5 falls 0.772 →
-0.383 and ppr 0.862 → 0.759, and the 30× latencies (ppr p50 12 ms) are those of the approximate
-search. Up to 10× every kind is searched exactly and ppr loses 0.045 to the distractors (2Wiki
-passages sharing a name, other LiHua chats). Build text per CPU second falls 4.34 → 3.77 → 2.52 KB
-(1×, 10×, 30×): the 30× stage's samples are half in the embedder's worker, 16 % storing chunk
-vectors and 16 % reading mentions in the graph refresh, which grows with the index. Index bytes per
-KB are higher above 1× because encyclopedic passages yield 2.6× the relation mentions per KB of
-chat."""),
+core), 30× at load 3 beside CI (`python -m benchmarks.scale --sizes 1,3,10,30 --reuse`). At 30× the
+chunk vectors first crossed `vector_file_min` (then 65,536) and moved to an HNSW file: at USearch's
+defaults (expansion 64) it found 45 % of the exact top 10 for 40 LiHua dev questions (a fresh HNSW
+of the same rows 48 %, expansion 256 72 %); vector R@5 fell 0.772 → 0.383, ppr 0.862 → 0.759. With
+`vector_file_min` at 262,144 the kind stays exact (the table): 0.772 / 0.858, ppr p50 23 ms. Up to
+30× ppr loses 0.049 to the distractors (2Wiki passages sharing a name, other LiHua chats). Build
+text per CPU second falls 4.34 → 3.77 → 2.52 KB (1×, 10×, 30×): the 30× stage's samples are half in
+the embedder's worker, 16 % storing chunk vectors and 16 % reading mentions in the graph refresh,
+which grows with the index. Index bytes per KB are higher above 1× because encyclopedic passages
+yield 2.6× the relation mentions per KB of chat."""),
     Section("Prompt injection", ("injection*.json",), """\
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each
