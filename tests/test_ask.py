@@ -182,7 +182,6 @@ def test_each_rule_of_the_focused_stage_switches_off_by_name(lihua_index, slm):
         stage = rag.answerer
         retrieval = rag.retrieve(question)
         assert stage.prepare(question, retrieval).form.starts  # a time from the sources
-        stage.off = frozenset()
         prepared = stage.prepare(question, retrieval)
     assert stage._finish("Adam moving in [1]", prepared) == "Insufficient information."  # an echo
     stage.off = frozenset({"echo"})
