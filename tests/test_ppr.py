@@ -134,7 +134,8 @@ def test_the_retriever_builds_its_own_matrix_without_a_cache(rag: EdgeRAG) -> No
     rag.insert_text("AnaLee: I bake bread with BoKim.", source="one")
     rag.insert_text("AnaLee: I paint boats.", source="two")
     view = _view(rag)
-    reader = GraphReader(view, view.entity_vectors(), view.relation_vectors())
+    assert view.entity_vectors is not None and view.relation_vectors is not None
+    reader = GraphReader(view, view.entity_vectors, view.relation_vectors)
     found = PPRRetriever(reader).retrieve("What does BoKim bake?", top_k=1)
     assert [c.source for c in found.chunks] == ["one"]
 

@@ -32,7 +32,7 @@ def graph(rag: EdgeRAG) -> GraphReader:
             "INSERT INTO relations(id, kind, source_id, target_id, weight, score) VALUES (?, ?, ?, ?, ?, ?)",
             RELATIONS)
     view = IndexView(rag.settings, rag.store, rag.embedder, rag._vectors())
-    return GraphReader(view, rag._vectors("entity"), rag._vectors("relation"))
+    return GraphReader(view, lambda: rag._vectors("entity"), lambda: rag._vectors("relation"))
 
 
 def _scores(graph: GraphReader, use_weights: bool = True) -> dict[int, float]:
@@ -131,7 +131,7 @@ def test_chunk_support_is_shared_among_a_busy_items_chunks(tmp_path, model_folde
                                        [(c,) for c in (c1, c2, c3, c4)])
             rag.store.conn.execute("INSERT INTO relation_chunks VALUES (1, ?)", (c1,))
         view = IndexView(rag.settings, rag.store, rag.embedder, rag._vectors())
-        reader = GraphReader(view, rag._vectors("entity"), rag._vectors("relation"))
+        reader = GraphReader(view, lambda: rag._vectors("entity"), lambda: rag._vectors("relation"))
         query = rag.embedder.embed_one("What does Ana do?")
         found = {c.chunk_id: c.score for c in reader.chunks(query, {1: 1.0}, {1: 2.0}, [], top_k=4)}
         cosine = reader._similarity("chunk", query, [c1, c2, c3, c4])

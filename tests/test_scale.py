@@ -43,7 +43,7 @@ def test_the_build_writes_the_walk_and_queries_map_the_same_graph(rag: EdgeRAG) 
     assert derived.titles is not None and len(derived.titles) == len(PASSAGES)
     _same_walk(stored, derived)
     assert rag.walk_graph().indptr is not None and isinstance(rag.walk_graph().indptr, np.memmap)
-    graph = GraphReader(_view(rag), rag._vectors("entity"), rag._vectors("relation"))
+    graph = GraphReader(_view(rag), lambda: rag._vectors("entity"), lambda: rag._vectors("relation"))
     for question in QUESTIONS:
         by_file = PPRRetriever(graph, lambda: stored).retrieve(question, 3)
         in_memory = PPRRetriever(graph, lambda: derived).retrieve(question, 3)

@@ -37,7 +37,7 @@ def make_retriever(method: str, view: IndexView, walk: Callable[[], WalkGraph] |
     if name in GRAPH_METHODS:
         if view.entity_vectors is None or view.relation_vectors is None:
             raise UnknownMethod(f"method {name!r} needs the graph's vector indexes")
-        graph = GraphReader(view, view.entity_vectors(), view.relation_vectors())
+        graph = GraphReader(view, view.entity_vectors, view.relation_vectors)
         return PPRRetriever(graph, walk) if name == "ppr" else RETRIEVERS[name](graph)
     return RETRIEVERS[name](view)
 

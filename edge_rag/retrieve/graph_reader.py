@@ -14,7 +14,7 @@ conversation says little about any one of them, a rare relation says much about 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -83,11 +83,23 @@ class Relation:
 class GraphReader:
     """Read-only access to the graph of an open index."""
 
-    def __init__(self, view: IndexView, entity_vectors: VectorIndex, relation_vectors: VectorIndex) -> None:
+    def __init__(self, view: IndexView, entity_vectors: Callable[[], VectorIndex],
+                 relation_vectors: Callable[[], VectorIndex]) -> None:
         self.view = view
         self.tables = view.store.graph
-        self.entity_vectors = entity_vectors
-        self.relation_vectors = relation_vectors
+        self._entity_vectors = entity_vectors
+        self._relation_vectors = relation_vectors
+
+    @property
+    def entity_vectors(self) -> VectorIndex:
+        """The entity-name vectors, opened on first use."""
+        return self._entity_vectors()
+
+    @property
+    def relation_vectors(self) -> VectorIndex:
+        """The relation vectors, opened on first use: only ``dual`` searches them, and at 30x
+        LiHua-World their exact matrix is 32 MB a ``ppr`` process need not hold."""
+        return self._relation_vectors()
 
     def search_entities(self, vector: np.ndarray, k: int) -> list[Entity]:
         """Nodes whose names are nearest to ``vector`` (eq. 8's V(·) over entities), best first."""
