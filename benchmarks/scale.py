@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     _add_ratios(rows)
     result = {"command": "python -m benchmarks.scale " + " ".join(argv if argv is not None else sys.argv[1:]),
               "queries": rows[0]["queries"], "measured_at": {r["times"]: r.get("measured_at") for r in rows},
-              "sizes": rows, **({"note": args.note} if args.note else {})}
+              "sizes": rows, **({"note": args.note} if args.note else {}),
+              **({"compared_with": _commit(Path(args.compare))} if args.compare else {})}
     print(markdown_table(*_table(rows)))
     print(f"wrote {write_result(args.name, result)}")
     plot(rows, args.name)
@@ -143,8 +144,8 @@ def estimates(index: Path) -> dict[str, dict[str, Any]]:
 
 
 def before(index: Path, args: argparse.Namespace, with_wiki: bool) -> dict[str, Any]:
-    """The same measurements with the code of ``--compare`` (a checkout from before issue 46,
-    which derives the walk in memory and ignores ``walk/``), on the same index."""
+    """The same measurements with the code checked out at ``--compare`` (an earlier commit's
+    worktree), on the same index: old and new side by side in one run."""
     code = Path(args.compare)
     titled = probe_process("wiki", index, args, code) if with_wiki else {}
     return {**probe_process("warm", index, args, code), **probe_process("cold", index, args, code), **titled,
@@ -248,6 +249,12 @@ def _cli(args: list[str], code: Path = ROOT) -> dict[str, Any]:
             "exit": child.returncode, **({"error": error} if child.returncode else {})}
 
 
+def _commit(code: Path) -> str:
+    """The commit checked out at ``code``."""
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=code, capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
 def _env(code: Path = ROOT) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(code)}
 
@@ -323,7 +330,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", default="scale", help="results file name (default scale)")
     parser.add_argument("--note", default="", help="a sentence kept in the record (what the run is)")
     parser.add_argument("--reuse", action="store_true", help="take a size's figures kept from an earlier run")
-    parser.add_argument("--compare", default="", help="also measure with the code checked out here (before)")
+    parser.add_argument("--compare", default="", help="also measure with the code checked out at this path "
+                        "(an earlier commit's worktree): the 'before' figures")
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)
     parser.add_argument("--index", default="", help=argparse.SUPPRESS)
     return parser

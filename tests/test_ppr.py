@@ -11,7 +11,7 @@ from edge_rag import EdgeRAG
 from edge_rag.questions import names_a_title
 from edge_rag.retrieve import GraphReader, make_retriever
 from edge_rag.retrieve.base import IndexView
-from edge_rag.retrieve.ppr import PPRRetriever, WalkGraph, restart
+from edge_rag.retrieve.ppr import PPRRetriever, WalkGraph, longest_matches, restart
 from edge_rag.store.walk import GraphArrays
 
 # Entities 1..4; chunks 10, 11 (document 0), 12 (document 1).
@@ -90,6 +90,25 @@ def test_seeds_weigh_specific_entities_more(rag: EdgeRAG) -> None:
     named = rag.store.graph.entity_of_keys(["analee", "bokim"])
     seeds = retriever.seed_entities(rag.walk_graph(), list(named.values()), np.zeros((0, 384)))
     assert seeds[named["bokim"]] == pytest.approx(3 ** 0.5 * seeds[named["analee"]])  # 3 chunks vs 1
+
+
+def test_a_seed_is_no_rarer_than_its_word_in_the_text(rag: EdgeRAG) -> None:
+    for text in ("AnaLee: I bake bread with BoKim.", "AnaLee: I run at dawn.", "AnaLee: I paint boats."):
+        rag.insert_text(text, source=text)
+    retriever = make_retriever("ppr", _view(rag), rag.walk_graph)
+    bokim = rag.store.graph.entity_of_keys(["bokim"])["bokim"]
+    # As a name the question spells out BoKim's one chunk counts; as an n-gram seed, a word in
+    # three chunks weighs as an entity in three does.
+    seeds = retriever.seed_entities(rag.walk_graph(), [bokim], np.zeros((0, 384)), {bokim: 3})
+    assert seeds[bokim] == pytest.approx(1 / 3 ** 0.5)
+    words = rag.walk_graph().lexical
+    assert words is not None and words.spread("AnaLee") == 3 and words.spread("bread") == 1
+    assert words.spread("bread zeppelin") == 0 and words.spread("the") == 0
+
+
+def test_a_name_inside_a_longer_matched_name_seeds_nothing() -> None:
+    matched = {"li hua": 1, "li": 2, "hua": 3, "hong kong": 4, "kong": 5, "lihua": 6, "ali": 7}
+    assert longest_matches(matched) == {"li hua": 1, "hong kong": 4, "lihua": 6, "ali": 7}
 
 
 def test_the_walk_matrix_is_cached_until_the_index_changes(tmp_path, model_folder) -> None:

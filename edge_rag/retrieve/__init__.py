@@ -22,7 +22,7 @@ RETRIEVERS: dict[str, type] = {"none": NoRetriever, "vector": VectorRetriever, "
                                "titles": TitlesRetriever}
 GRAPH_METHODS = ("local", "dual", "topology", "ppr")
 # Bumped when a change of code (not of settings) changes what the graph methods return.
-RETRIEVAL_VERSION = "7"
+RETRIEVAL_VERSION = "8"
 ALIASES = {"vr": "vector", "naive": "vector", "lr": "local", "dr": "dual", "tr": "topology",
            "pagerank": "ppr", "named": "titles"}
 

@@ -66,6 +66,14 @@ class ChunkTerms:
             out[self.positions[start:end]] += self.weights[start:end]
         return out
 
+    def spread(self, text: str) -> int:
+        """How many chunks hold the rarest of ``text``'s terms: at least as many as hold the
+        whole phrase (0 when a term is in no chunk, or ``text`` has no terms)."""
+        found = [self.vocabulary.get(t) for t in index_terms(text)]
+        if not found or None in found:
+            return 0
+        return min(int(self.indptr[t + 1] - self.indptr[t]) for t in found if t is not None)
+
 
 FLUSH = 2048
 
