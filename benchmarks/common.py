@@ -13,6 +13,7 @@ import resource
 import sqlite3
 import statistics
 import string
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -77,6 +78,12 @@ def document_timestamp(first_chunk_text: str) -> str | None:
     """The ``Time:`` header of a LiHua-World conversation."""
     match = TIMESTAMP.search(first_chunk_text.split("\n", 1)[0])
     return f"{match[1]}_{match[2]}:{match[3]}" if match else None
+
+
+def commit_of(code: Path) -> str:
+    """The commit checked out at ``code`` (a worktree a benchmark compares with)."""
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=code, capture_output=True,
+                          text=True, check=True).stdout.strip()
 
 
 def peak_rss_mb() -> float:

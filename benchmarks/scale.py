@@ -37,6 +37,7 @@ from typing import Any
 
 from .common import (
     ROOT,
+    commit_of,
     document_timestamp,
     lihua_queries,
     markdown_table,
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"command": "python -m benchmarks.scale " + " ".join(argv if argv is not None else sys.argv[1:]),
               "queries": rows[0]["queries"], "measured_at": {r["times"]: r.get("measured_at") for r in rows},
               "sizes": rows, **({"note": args.note} if args.note else {}),
-              **({"compared_with": _commit(Path(args.compare))} if args.compare else {})}
+              **({"compared_with": commit_of(Path(args.compare))} if args.compare else {})}
     print(markdown_table(*_table(rows)))
     print(f"wrote {write_result(args.name, result)}")
     plot(rows, args.name)
@@ -247,12 +248,6 @@ def _cli(args: list[str], code: Path = ROOT) -> dict[str, Any]:
     error = child.stderr.read().decode("utf-8", "replace")[-300:] if child.stderr else ""
     return {"wall_s": round(time.perf_counter() - start, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
             "exit": child.returncode, **({"error": error} if child.returncode else {})}
-
-
-def _commit(code: Path) -> str:
-    """The commit checked out at ``code``."""
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=code, capture_output=True,
-                          text=True, check=True).stdout.strip()
 
 
 def _env(code: Path = ROOT) -> dict[str, str]:
