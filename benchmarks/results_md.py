@@ -653,6 +653,26 @@ def _scale_one(result: Result) -> str:
     return _with_plot("\n\n".join([*parts, *([pairs] if pairs else []), _when(result)]), result)
 
 
+def marginal(results: list[Result]) -> str:
+    """One table per run: the same batch's KB per CPU second at each size, for each code."""
+    return _each(_marginal_one, results)
+
+
+def _marginal_one(result: Result) -> str:
+    data = result.data
+    codes = [c for c in ("now", "before") if c in data["sizes"][0]]
+    names = {"now": "this commit", "before": f"before ({data.get('compared_with', '?')})"}
+    headers = ["size"] + [f"{names[c]}: {f}" for c in codes
+                          for f in ("KB per CPU s", "vs smallest", "CPU s", "peak MiB")]
+    rows = [[f"{r['times']}×"] + [_f(r[c][f], 2) for c in codes for f in
+                                   ("kb_per_cpu_s", "vs_smallest", "cpu_seconds", "peak_rss_mb")]
+            for r in data["sizes"]]
+    batch = data["batch"]
+    head = (f"### {batch['conversations']} generated conversations ({batch['bytes'] / 1000:.0f} KB) "
+            f"into each size (`{result.name}`)")
+    return "\n\n".join([head, table(headers, rows), _when(result)])
+
+
 # -- any other shape -----------------------------------------------------------------------
 
 def generic(result: Result) -> str:
@@ -1105,6 +1125,11 @@ text per CPU second falls 4.34 → 3.77 → 2.52 KB (1×, 10×, 30×): the 30× 
 the embedder's worker, 16 % storing chunk vectors and 16 % reading mentions in the graph refresh,
 which grows with the index. Index bytes per KB are higher above 1× because encyclopedic passages
 yield 2.6× the relation mentions per KB of chat."""),
+    Section("Marginal build cost: the same text into every size", ("marginal_build*.json",), """\
+`python -m benchmarks.scale_marginal [--compare PATH]`: one batch of generated chats that no size
+holds, inserted into a copy of each scale index in a process of its own (the whole `insert`:
+chunks, vectors, graph, walk files). Unlike the scale build's stages, every size gets the same
+text, so the ratio to the smallest size is the slow-down due to the index's size alone.""", marginal),
     Section("Prompt injection", ("injection*.json",), """\
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each
