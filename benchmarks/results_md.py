@@ -662,14 +662,15 @@ def _marginal_one(result: Result) -> str:
     data = result.data
     codes = [c for c in ("now", "before") if c in data["sizes"][0]]
     names = {"now": "this commit", "before": f"before ({data.get('compared_with', '?')})"}
-    headers = ["size"] + [f"{names[c]}: {f}" for c in codes
-                          for f in ("KB per CPU s", "vs smallest", "CPU s", "peak MiB")]
-    rows = [[f"{r['times']}×"] + [_f(r[c][f], 2) for c in codes for f in
-                                   ("kb_per_cpu_s", "vs_smallest", "cpu_seconds", "peak_rss_mb")]
-            for r in data["sizes"]]
+    headers = ["size", "code", "one conversation: CPU s", "vs smallest", "batch: KB per CPU s",
+               "vs smallest", "batch: CPU s", "batch: peak MiB"]
+    rows = [[f"{r['times']}×", names[c], _f(r[c]["one"]["cpu_seconds"], 1), _f(r[c]["one"]["vs_smallest"], 3),
+             _f(r[c]["batch"]["kb_per_cpu_s"], 2), _f(r[c]["batch"]["vs_smallest"], 3),
+             _f(r[c]["batch"]["cpu_seconds"], 1), _f(r[c]["batch"]["peak_rss_mb"], 0)]
+            for r in data["sizes"] for c in codes]
     batch = data["batch"]
-    head = (f"### {batch['conversations']} generated conversations ({batch['bytes'] / 1000:.0f} KB) "
-            f"into each size (`{result.name}`)")
+    head = (f"### One conversation ({batch['one_bytes'] / 1000:.1f} KB), then {batch['conversations']} "
+            f"({batch['bytes'] / 1000:.0f} KB), into each size (`{result.name}`)")
     return "\n\n".join([head, table(headers, rows), _when(result)])
 
 

@@ -3,11 +3,14 @@
 ``benchmarks.scale_build`` times each stage on the text that stage adds: LiHua-World's chats at
 1×, encyclopaedic passages from 3×, generated chats from 10×. Its throughput therefore mixes two
 things: how large the index already is, and what kind of text arrives (a KB of 2Wiki makes a third
-more chunks than a KB of chat). Here one batch, ``BATCH`` conversations of a generated world that
-no size holds, is inserted into a copy of each size's index, in a process of its own, the whole
-``insert`` (chunks, vectors, graph, walk files) timed: its throughput at 30× over 1× is the
-slow-down due to the index's size alone. ``--compare PATH`` also inserts it with the code
-checked out at PATH (an earlier commit's worktree): old and new side by side in one run.
+more chunks than a KB of chat). Here the same text, generated conversations of a world that no
+size holds, goes into a copy of each size's index, each insert in a process of its own with the
+whole ``insert`` timed (chunks, vectors, graph, walk files): first one conversation (a synced
+file), then ``BATCH`` more. Their throughput at 30× over 1× is the slow-down due to the index's
+size alone. Each copy first takes one other conversation, untimed: an index as this code leaves
+it after a write (what a write keeps beside the index for the next one is there).
+``--compare PATH`` does the same with the code checked out at PATH (an earlier commit's
+worktree): old and new side by side in one run.
 
     python -m benchmarks.scale_marginal                          # sizes 1,3,10,30
     python -m benchmarks.scale_marginal --sizes 1,30 --compare ../wt-old
@@ -37,6 +40,7 @@ from benchmarks.scale_corpus import generated_world, text_bytes  # noqa: E402
 
 WORLD = 10_000  # the 30× corpus holds worlds 0-39
 BATCH = 110  # conversations: about 160 KB, a quarter of a generated year
+STEPS = {"primer": slice(0, 1), "one": slice(1, 2), "batch": slice(2, 2 + BATCH)}  # of WORLD's chats
 WORK = INDEXES / "scale-marginal"
 
 
@@ -44,49 +48,55 @@ def main(argv: list[str] | None = None) -> int:
     """Insert the batch into a copy of each size's index (with each code), print and write."""
     args = _parser().parse_args(argv)
     if args.probe:  # (only what the compared checkout also has is imported on this path)
-        print(json.dumps(probe(Path(args.probe))))
+        print(json.dumps(probe(Path(args.probe), args.step)))
         return 0
     from benchmarks.common import commit_of
 
     sizes = [int(s) for s in args.sizes.split(",") if (index_of(int(s)) / "scale_build.json").is_file()]
     codes = {"now": ROOT, **({"before": Path(args.compare).resolve()} if args.compare else {})}
     rows = [{"times": n, **{name: insert_into(n, code) for name, code in codes.items()}} for n in sizes]
-    first = rows[0]
     for row in rows:
         for name in codes:
-            row[name]["vs_smallest"] = round(row[name]["kb_per_cpu_s"] / first[name]["kb_per_cpu_s"], 3)
+            for step in ("one", "batch"):
+                smallest = rows[0][name][step]["kb_per_cpu_s"]
+                row[name][step]["vs_smallest"] = round(row[name][step]["kb_per_cpu_s"] / smallest, 3)
     result = {"command": "python -m benchmarks.scale_marginal " + " ".join(argv or sys.argv[1:]),
-              "batch": {"world": WORLD, "conversations": BATCH, "bytes": text_bytes(batch())},
+              "batch": {"world": WORLD, "conversations": BATCH, "bytes": text_bytes(step_docs("batch")),
+                        "one_bytes": text_bytes(step_docs("one"))},
               "sizes": rows, **({"compared_with": commit_of(codes["before"])} if args.compare else {})}
     print(markdown_table(*table(rows, list(codes))))
     print(f"wrote {write_result(args.name, result)}")
     return 0
 
 
-def batch() -> list[Any]:
-    """The new text: ``BATCH`` conversations of world ``WORLD``."""
-    return generated_world(WORLD)[:BATCH]
+def step_docs(step: str) -> list[Any]:
+    """The conversations of world ``WORLD`` that a step inserts (``STEPS``)."""
+    return generated_world(WORLD)[STEPS[step]]
 
 
 def insert_into(times: int, code: Path) -> dict[str, Any]:
-    """The batch inserted into a fresh copy of a size's index by ``code``, in its own process."""
+    """Every step into a fresh copy of a size's index by ``code``, each in its own process."""
     shutil.rmtree(WORK, ignore_errors=True)
     shutil.copytree(index_of(times), WORK, ignore=shutil.ignore_patterns("*.lock", "*-wal", "*-shm"))
     try:
-        env = {**os.environ, "PYTHONPATH": str(code), "EDGE_RAG_CODE": str(code)}
-        out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--probe", str(WORK)],
-                             capture_output=True, text=True, cwd=code, env=env, check=True)
-        return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+        return {step: _probe_process(code, step) for step in STEPS}
     finally:
         shutil.rmtree(WORK, ignore_errors=True)
 
 
-def probe(index: Path) -> dict[str, Any]:
-    """Insert the batch into ``index`` in this process: wall, CPU, KB per CPU second, peak RSS,
-    and where the time went (``scale_build.StackSampler``)."""
+def _probe_process(code: Path, step: str) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(code), "EDGE_RAG_CODE": str(code)}
+    command = [sys.executable, str(Path(__file__).resolve()), "--probe", str(WORK), "--step", step]
+    out = subprocess.run(command, capture_output=True, text=True, cwd=code, env=env, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def probe(index: Path, step: str) -> dict[str, Any]:
+    """Insert a step's conversations into ``index`` in this process: wall, CPU, KB per CPU
+    second, peak RSS, and where the time went (``scale_build.StackSampler``)."""
     from edge_rag import EdgeRAG
 
-    docs = batch()
+    docs = step_docs(step)
     stacks = StackSampler()
     cpu, wall = _cpu(), time.perf_counter()
     with EdgeRAG.open(index, create=False, progress=False) as rag:
@@ -100,11 +110,14 @@ def probe(index: Path) -> dict[str, Any]:
 
 
 def table(rows: list[dict[str, Any]], codes: list[str]) -> tuple[list[str], list[list[Any]]]:
-    """One row per size: KB per CPU second (and its ratio to the smallest size) for each code."""
-    fields = {"kb_per_cpu_s": "KB/CPU-s", "vs_smallest": "vs smallest", "cpu_seconds": "CPU s",
-              "peak_rss_mb": "peak MiB"}
-    headers = ["size"] + [f"{c}: {label}" for c in codes for label in fields.values()]
-    return headers, [[f"{r['times']}×"] + [r[c][f] for c in codes for f in fields] for r in rows]
+    """One row per size and code: CPU seconds of one conversation, then the batch's KB per CPU
+    second and its ratio to the smallest size, and the batch's peak RSS."""
+    headers = ["size", "code", "one: CPU s", "one: vs smallest", "batch: KB/CPU-s", "batch: vs smallest",
+               "batch: CPU s", "batch: peak MiB"]
+    fields = [("one", "cpu_seconds"), ("one", "vs_smallest"), ("batch", "kb_per_cpu_s"),
+              ("batch", "vs_smallest"), ("batch", "cpu_seconds"), ("batch", "peak_rss_mb")]
+    return headers, [[f"{r['times']}×", c, *(r[c][step][f] for step, f in fields)]
+                     for r in rows for c in codes]
 
 
 def _cpu() -> float:
@@ -119,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--compare", default="", help="also insert with the code checked out at this path")
     parser.add_argument("--name", default="marginal_build", help="results file name")
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--step", default="batch", choices=list(STEPS), help=argparse.SUPPRESS)
     return parser
 
 

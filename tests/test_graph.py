@@ -221,6 +221,27 @@ def test_candidate_sets_stay_those_a_fresh_search_gives(tmp_path: Path) -> None:
     store.close()
 
 
+def test_kept_candidate_sets_outlive_the_process_only_while_the_index_is_unchanged(
+        tmp_path: Path, model_folder) -> None:
+    with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
+        for path in _write(tmp_path / "docs", list(CRAFTED)):
+            assert rag.insert(path).ok
+        saved = tmp_path / "index" / "candidates.npz"
+        assert saved.is_file()
+        builder = rag._graph_builder(extract=False)  # a new writer, as the next process has
+        kept = builder.candidates._near
+        assert kept and builder.candidates.stamp(builder._generation())["count"] == len(kept)
+        fresh = Candidates(builder.entity_vectors, builder.candidates.tau, builder.candidates.per_key)
+        ids = sorted(kept)
+        rows = builder.tables.key_rows_by_id(ids)
+        assert fresh.of(ids, lambda n: rows[ids[n]].vector) == builder.candidates.of(ids, lambda n: 1 / 0)
+        stamp = builder.candidates.stamp(builder._generation())
+        assert not fresh.restore(saved, {**stamp, "generation": stamp["generation"] + 1})
+        assert not fresh.restore(saved, {**stamp, "tau": 0.5})
+        saved.write_bytes(b"PK\x03\x04 not a zip")
+        assert not fresh.restore(saved, stamp)  # unreadable: searched again
+
+
 @pytest.mark.parametrize("file_min", [10**6, 0])  # searched exactly, then through HNSW
 def test_the_last_search_is_remembered_until_the_vectors_change(tmp_path: Path, file_min: int) -> None:
     store = IndexStore.open(tmp_path, Settings())

@@ -12,20 +12,33 @@ batch. Here each name is searched once and its set kept: a new name is searched 
 large enough to hold every name at cos ≥ τ, and enters the sets of those names whose ``per_key``
 nearest it now belongs to; a removed name drops every set that held it, to be searched again
 when asked for. The sets are those a fresh search gives (up to the order of equal scores).
+
+The kept sets also outlive the process (``save``/``restore``, ``store.CANDIDATES_FILE``):
+each write is a new process, and without them its first batch searched every name of the
+components it reached again. Adding one conversation to LiHua-World grown 30x
+(``benchmarks/scale_marginal.py``) reached ~6,000 names and spent half of its 45 CPU seconds
+searching them. The file is used only while the index is as it was saved (the entity vectors'
+generation and count, τ and the cap); an encrypted index keeps none.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
+import os
+import zipfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..store import VectorIndex
-from ..store.codec import as_stored, pack_pairs, pair_ids, unpack_pairs
+from ..store.codec import as_stored, pack_pairs, pack_sets, pair_ids, unpack_pairs, unpack_sets
 
 RANGE_FACTOR = 4  # a new name is searched for RANGE_FACTOR × per_key neighbours, more if all pass τ
 TIES = 4  # names beyond the cap searched so that equal scores at the cap are broken by id
+FORMAT = 1
 
 
 class Candidates:
@@ -75,6 +88,31 @@ class Candidates:
             self._near.pop(i, None)
         for i in [i for i, near in self._near.items() if not gone.isdisjoint(pair_ids(near))]:
             del self._near[i]
+
+    def stamp(self, generation: int) -> dict[str, Any]:
+        """What the kept sets depend on: the entity vectors (their generation and count), τ, the cap."""
+        return {"format": FORMAT, "generation": generation, "count": len(self.vectors),
+                "tau": self.tau, "per_key": self.per_key}
+
+    def save(self, path: Path, stamp: dict[str, Any]) -> None:
+        """Write every kept set with ``stamp`` (``stamp()``), replacing the file atomically."""
+        partial = path.with_name(path.name + ".part")
+        arrays: dict[str, Any] = {**pack_sets(self._near), "stamp": np.array(json.dumps(stamp))}
+        with open(partial, "wb") as out:
+            np.savez(out, **arrays)
+        os.replace(partial, path)
+
+    def restore(self, path: Path, stamp: dict[str, Any]) -> bool:
+        """Keep the sets ``save`` wrote if its stamp is ``stamp``; True when they were taken."""
+        try:
+            with np.load(path) as saved:
+                if json.loads(str(saved["stamp"])) != stamp:
+                    return False
+                near = unpack_sets(saved["ids"], saved["offsets"], saved["pairs"])
+        except (OSError, ValueError, TypeError, IndexError, KeyError, zipfile.BadZipFile):
+            return False  # none, or unreadable: the sets are searched again, as before
+        self._near = near
+        return True
 
     def _kept(self, keys: np.ndarray, sims: np.ndarray) -> list[tuple[float, int]]:
         # Equal scores at the cap are broken by id, as ``_enter`` breaks them (4-bit name

@@ -25,6 +25,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from ..store.graph_tables import (
     join_texts,
 )
 from ..store.schema import TEXT_SHA_DIGITS
+from ..store.vectors import CANDIDATES_FILE
 from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
 from .candidates import Candidates
 from .extract import Extractor
@@ -106,6 +108,8 @@ class GraphBuilder:
         self.params = params
         self.batch_chunks = batch_chunks
         self.candidates = Candidates(entity_vectors, params.tau, CANDIDATES_PER_KEY)
+        self._failed = False  # a refresh raised: the kept candidate sets may not match SQLite
+        self._restore_candidates()
 
     # -- extraction ---------------------------------------------------------------------------
 
@@ -130,6 +134,8 @@ class GraphBuilder:
             report.chunks += len(batch)
             bar.update(len(batch))
         bar.close()
+        if report.chunks:
+            self._save_candidates()
         self.embed_pending(progress)
         report.seconds = time.perf_counter() - start
         return report
@@ -184,6 +190,13 @@ class GraphBuilder:
         changed = set(changed)
         if not changed:
             return
+        try:
+            self._refresh(changed, pairs)
+        except BaseException:
+            self._failed = True
+            raise
+
+    def _refresh(self, changed: set[str], pairs: set[tuple[str, str]] | None) -> None:
         keys = self._merged_mentions(changed)
         dying = self.tables.key_rows(changed - set(keys))
         seeds = changed | self._neighbours_before(dying.values())
@@ -193,6 +206,24 @@ class GraphBuilder:
         self._rebuild(region, edges, dead_nodes, changed, pairs, keys)
         self.store.bump_generation("entity")
         self.store.bump_generation("relation")
+
+    def _candidates_file(self) -> Path:
+        return self.store.path.parent / CANDIDATES_FILE
+
+    def _restore_candidates(self) -> None:
+        if not self.store.encrypted:
+            self.candidates.restore(self._candidates_file(), self.candidates.stamp(self._generation()))
+
+    def _save_candidates(self) -> None:
+        # After the last batch committed, from a builder none of whose refreshes failed (a rolled
+        # back batch may have left sets SQLite no longer matches).
+        if self.store.encrypted:
+            self._candidates_file().unlink(missing_ok=True)
+        elif not self._failed:
+            self.candidates.save(self._candidates_file(), self.candidates.stamp(self._generation()))
+
+    def _generation(self) -> int:
+        return int(self.store.vector_state("entity")["generation"])
 
     def _merged_mentions(self, keys: Iterable[str]) -> dict[str, _Key]:
         # A slice of keys at a time: a region's dates and years carry thousands of mentions each.

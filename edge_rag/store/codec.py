@@ -208,6 +208,21 @@ def unpack_pairs(packed: bytes) -> list[tuple[float, int]]:
     return [(float(n), int(i)) for n, i in np.frombuffer(packed, dtype=PAIR).tolist()]
 
 
+def pack_sets(sets: dict[int, bytes]) -> dict[str, np.ndarray]:
+    """Packed pair sets by id as three arrays (ids, offsets into pairs, pairs), to be saved."""
+    ids = np.fromiter(sets, dtype=np.int64, count=len(sets))
+    packed = [sets[i] for i in ids.tolist()]
+    sizes = np.fromiter((len(p) // PAIR.itemsize for p in packed), dtype=np.int64, count=len(packed))
+    return {"ids": ids, "offsets": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            "pairs": np.frombuffer(b"".join(packed), dtype=PAIR)}
+
+
+def unpack_sets(ids: np.ndarray, offsets: np.ndarray, pairs: np.ndarray) -> dict[int, bytes]:
+    """The packed pair sets by id that ``pack_sets`` turned into arrays."""
+    pairs = pairs.astype(PAIR)
+    return {int(i): pairs[offsets[n] : offsets[n + 1]].tobytes() for n, i in enumerate(ids.tolist())}
+
+
 def pair_ids(packed: bytes) -> list[int]:
     """The ids of packed pairs, in order."""
     return np.frombuffer(packed, dtype=PAIR)["id"].tolist()

@@ -12,7 +12,7 @@ from ..errors import IndexCorrupt, IndexLocked, WrongKey
 from . import walk_files
 from .cipher import Key, check_key, connect, is_encrypted, key_text, sqlcipher
 from .sqlite import DB_FILE
-from .vectors import VECTOR_FILES
+from .vectors import CANDIDATES_FILE, VECTOR_FILES
 
 
 def convert(directory: Path, old: Key | None, new: Key | None) -> None:
@@ -37,6 +37,7 @@ def convert(directory: Path, old: Key | None, new: Key | None) -> None:
     for name in VECTOR_FILES.values():
         (directory / name).unlink(missing_ok=True)
         (directory / f"{name}.twins").unlink(missing_ok=True)
+    (directory / CANDIDATES_FILE).unlink(missing_ok=True)  # written again by the next plain build
     walk_files.remove(directory)  # ppr's arrays hold the corpus's words; the next write renews them
     _sync(directory)
 

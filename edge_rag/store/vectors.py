@@ -36,6 +36,8 @@ from .sqlite import DB_FILE, VECTOR_TABLES, IndexStore, VectorState
 # third more search time, a small part of a build.
 EXACT_CELLS = 1 << 19
 VECTOR_FILES = {"chunk": "chunks.usearch", "entity": "entities.usearch", "relation": "relations.usearch"}
+# The entity names' kept candidate sets (``index/candidates.py``), beside the vector files.
+CANDIDATES_FILE = "candidates.npz"
 # Keys of the filler vectors that overwrite removed slots before a save (SQLite ids stay far below).
 FILLER_KEY = 1 << 63
 
