@@ -1115,22 +1115,39 @@ from the one before (the stage's own KB/s and peak RSS), then measured in fresh 
 p50 of `vector`, `ppr` and `auto` over the LiHua dev questions, the first `ppr` question of a new
 process, the peak RSS of the `edge-rag retrieve` and `ask` commands, and recall@5 of the LiHua
 evidence among the distractors. Timings are from a shared machine: compare sizes within a run.""", scale,
-            """Built to 30× on 6 December 2026; 1×-10× measured at load 2-3 (the 30× build on the other
-core), 30× at load 3 beside CI (`python -m benchmarks.scale --sizes 1,3,10,30 --reuse`). At 30× the
-chunk vectors first crossed `vector_file_min` (then 65,536) and moved to an HNSW file: at USearch's
-defaults (expansion 64) it found 45 % of the exact top 10 for 40 LiHua dev questions (a fresh HNSW
-of the same rows 48 %, expansion 256 72 %); vector R@5 fell 0.772 → 0.383, ppr 0.862 → 0.759. With
-`vector_file_min` at 262,144 the kind stays exact (the table): 0.772 / 0.858, ppr p50 23 ms. Up to
-30× ppr loses 0.049 to the distractors (2Wiki passages sharing a name, other LiHua chats). Build
-text per CPU second falls 4.34 → 3.77 → 2.52 KB (1×, 10×, 30×): the 30× stage's samples are half in
-the embedder's worker, 16 % storing chunk vectors and 16 % reading mentions in the graph refresh,
-which grows with the index. Index bytes per KB are higher above 1× because encyclopedic passages
-yield 2.6× the relation mentions per KB of chat."""),
+            """Built to 30× on 6 December 2026, re-measured the same evening beside `ec3a7a5` on the
+same indexes (`python -m benchmarks.scale --sizes 1,3,10,30 --compare <worktree of ec3a7a5>`) at
+load 2.5-3.3, so its latencies are higher than a quiet machine's: compare the before / after pairs.
+`ppr` now opens the relation vectors only when a method searches them (`dual`): at 30× their exact
+matrix is 32 MB, and `retrieve` peaks at 230 MiB (283 before, in this run), the cold first query
+0.44 s (0.89). Two seed rules for large collections (`ppr.py`: an n-gram inside a longer matched
+name seeds nothing; an n-gram that is no specific term is no rarer than its rarest word in the
+chunks) take ppr recall@5 at 30× from 0.858 to 0.880, 0.029 under 1× (0.909); at 3× it moves 0.890 →
+0.884 and at 10× 0.862 → 0.884. Earlier, at 30× the chunk vectors crossed `vector_file_min` (then
+65,536) into an HNSW file that found 45 % of the exact top 10 (vector R@5 0.383, ppr 0.759): the
+threshold is now 262,144. Build text per CPU second falls 4.34 → 3.77 → 2.52 KB (1×, 10×, 30×
+stages, built before the graph changes of that evening): a KB of encyclopedic text makes a third
+more chunks than a KB of chat, and the refresh's mention reads grew with the index; the marginal
+build below separates the two. Index bytes per KB are higher above 1× because encyclopedic
+passages yield 2.6× the relation mentions per KB of chat."""),
     Section("Marginal build cost: the same text into every size", ("marginal_build*.json",), """\
 `python -m benchmarks.scale_marginal [--compare PATH]`: one batch of generated chats that no size
 holds, inserted into a copy of each scale index in a process of its own (the whole `insert`:
 chunks, vectors, graph, walk files). Unlike the scale build's stages, every size gets the same
-text, so the ratio to the smallest size is the slow-down due to the index's size alone.""", marginal),
+text, so the ratio to the smallest size is the slow-down due to the index's size alone.""", marginal,
+            """Measured on 6 December 2026 beside `ec3a7a5` (`python -m benchmarks.scale_marginal --sizes
+1,10,30 --compare <worktree of ec3a7a5>`), on one core at load 2. Before, one conversation into the
+30× index took 41.5 CPU s against 0.8 at 1×: its refresh reached ~6,000 entity names (the weakly
+connected components of eq. 2 grow into a giant one), searched each of them again for its candidate
+set, and read the mentions of the batch's busy names twice. Both are gone: the candidate sets are
+kept beside the index for the next write (`candidates.npz`) and the changed names' mentions are read
+once. One conversation now takes 15.2 CPU s, the 110-conversation batch 2.48 KB per CPU s (0.52× of
+1×, before 0.26×). What is left grows with the index: rebuilding the `walk/` files from the whole
+index after every write (about half of the one conversation's 15 s: BM25 over every chunk, the
+titles each chunk names) and reading every mention of the busy names a batch touches. At 1× the
+batch's CPU time is noise-bound: four alternating runs of the same batch gave 31.6, 24.7, 31.5 and
+28.9 CPU s (this commit, before, this commit, before), one more 30.2 against 35.4, with the same
+graph built by both."""),
     Section("Prompt injection", ("injection*.json",), """\
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each
