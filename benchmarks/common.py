@@ -24,6 +24,7 @@ from typing import Any
 from edge_rag import EdgeRAG, Settings
 from edge_rag.prompts import FOCUSED_PROMPT_VERSION, PROMPT_VERSION
 from edge_rag.retrieve import RETRIEVAL_VERSION
+from edge_rag.store.vectors import CANDIDATES_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "datasets"
@@ -161,9 +162,10 @@ def method_footprint(index: Path) -> dict[str, int]:
     the whole graph but not the relation vectors (their codes in SQLite and any relation file),
     and so does ``ppr``; ``dual``, ``topology`` and ``auto``
     everything. SQLite's
-    pages are split by table with the ``dbstat`` virtual table.
+    pages are split by table with the ``dbstat`` virtual table. The entity names' candidate sets
+    (``candidates.npz``) serve the next write, no retrieval.
     """
-    files = stored_files(index)
+    files = {name: size for name, size in stored_files(index).items() if name != CANDIDATES_FILE}
     with closing(sqlite3.connect(f"file:{index / 'index.sqlite'}?mode=ro", uri=True)) as db:
         owner = dict(db.execute("SELECT name, tbl_name FROM sqlite_schema"))
         pages = db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()
