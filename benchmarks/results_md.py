@@ -663,10 +663,11 @@ def _marginal_one(result: Result) -> str:
     codes = [c for c in ("now", "before") if c in data["sizes"][0]]
     names = {"now": "this commit", "before": f"before ({data.get('compared_with', '?')})"}
     headers = ["size", "code", "one conversation: CPU s", "vs smallest", "batch: KB per CPU s",
-               "vs smallest", "batch: CPU s", "batch: peak MiB"]
+               "vs smallest", "batch: CPU s", "batch: peak MiB", "batch: index bytes added per KB"]
     rows = [[f"{r['times']}×", names[c], _f(r[c]["one"]["cpu_seconds"], 1), _f(r[c]["one"]["vs_smallest"], 3),
              _f(r[c]["batch"]["kb_per_cpu_s"], 2), _f(r[c]["batch"]["vs_smallest"], 3),
-             _f(r[c]["batch"]["cpu_seconds"], 1), _f(r[c]["batch"]["peak_rss_mb"], 0)]
+             _f(r[c]["batch"]["cpu_seconds"], 1), _f(r[c]["batch"]["peak_rss_mb"], 0),
+             _f(r[c]["batch"].get("index_bytes_per_kb", "-"), 0)]
             for r in data["sizes"] for c in codes]
     batch = data["batch"]
     head = (f"### One conversation ({batch['one_bytes'] / 1000:.1f} KB), then {batch['conversations']} "

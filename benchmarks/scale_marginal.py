@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, os.environ.get("EDGE_RAG_CODE", str(ROOT)))  # the probe: run as a file
 
-from benchmarks.common import markdown_table, peak_rss_mb, write_result  # noqa: E402
+from benchmarks.common import markdown_table, peak_rss_mb, stored_files, write_result  # noqa: E402
 from benchmarks.datasets import INDEXES  # noqa: E402
 from benchmarks.scale_build import StackSampler, index_of  # noqa: E402
 from benchmarks.scale_corpus import generated_world, text_bytes  # noqa: E402
@@ -93,10 +93,12 @@ def _probe_process(code: Path, step: str) -> dict[str, Any]:
 
 def probe(index: Path, step: str) -> dict[str, Any]:
     """Insert a step's conversations into ``index`` in this process: wall, CPU, KB per CPU
-    second, peak RSS, and where the time went (``scale_build.StackSampler``)."""
+    second, peak RSS, what the index grew by per KB of text, and where the time went
+    (``scale_build.StackSampler``)."""
     from edge_rag import EdgeRAG
 
     docs = step_docs(step)
+    size = sum(stored_files(index, recursive=True).values())
     stacks = StackSampler()
     cpu, wall = _cpu(), time.perf_counter()
     with EdgeRAG.open(index, create=False, progress=False) as rag:
@@ -104,18 +106,21 @@ def probe(index: Path, step: str) -> dict[str, Any]:
     wall, cpu = time.perf_counter() - wall, _cpu() - cpu
     stacks.stop()
     kb = text_bytes(docs) / 1000
+    grown = sum(stored_files(index, recursive=True).values()) - size
     return {"added": len(report.added), "seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
             "kb_per_cpu_s": round(kb / cpu, 2), "peak_rss_mb": round(peak_rss_mb(), 1),
+            "index_bytes_added": grown, "index_bytes_per_kb": round(grown / kb, 1),
             "load": [round(x, 2) for x in os.getloadavg()], "where": stacks.summary()}
 
 
 def table(rows: list[dict[str, Any]], codes: list[str]) -> tuple[list[str], list[list[Any]]]:
     """One row per size and code: CPU seconds of one conversation, then the batch's KB per CPU
-    second and its ratio to the smallest size, and the batch's peak RSS."""
+    second and its ratio to the smallest size, its peak RSS and index bytes added per KB."""
     headers = ["size", "code", "one: CPU s", "one: vs smallest", "batch: KB/CPU-s", "batch: vs smallest",
-               "batch: CPU s", "batch: peak MiB"]
+               "batch: CPU s", "batch: peak MiB", "batch: index bytes/KB"]
     fields = [("one", "cpu_seconds"), ("one", "vs_smallest"), ("batch", "kb_per_cpu_s"),
-              ("batch", "vs_smallest"), ("batch", "cpu_seconds"), ("batch", "peak_rss_mb")]
+              ("batch", "vs_smallest"), ("batch", "cpu_seconds"), ("batch", "peak_rss_mb"),
+              ("batch", "index_bytes_per_kb")]
     return headers, [[f"{r['times']}×", c, *(r[c][step][f] for step, f in fields)]
                      for r in rows for c in codes]
 
