@@ -1132,23 +1132,27 @@ more chunks than a KB of chat, and the refresh's mention reads grew with the ind
 build below separates the two. Index bytes per KB are higher above 1× because encyclopedic
 passages yield 2.6× the relation mentions per KB of chat."""),
     Section("Marginal build cost: the same text into every size", ("marginal_build*.json",), """\
-`python -m benchmarks.scale_marginal [--compare PATH]`: one batch of generated chats that no size
-holds, inserted into a copy of each scale index in a process of its own (the whole `insert`:
-chunks, vectors, graph, walk files). Unlike the scale build's stages, every size gets the same
-text, so the ratio to the smallest size is the slow-down due to the index's size alone.""", marginal,
+`python -m benchmarks.scale_marginal [--compare PATH]`: generated chats that no size holds,
+inserted into a copy of each scale index, each insert in a process of its own (the whole `insert`:
+chunks, vectors, graph, walk files): one conversation untimed (the index as a write of this code
+leaves it), then one conversation (a synced file) and a batch of 110, timed. Unlike the scale
+build's stages, every size gets the same text, so the ratio to the smallest size is the slow-down
+due to the index's size alone. `--compare` runs the same with another checkout, side by side.""", marginal,
             """Measured on 6 December 2026 beside `ec3a7a5` (`python -m benchmarks.scale_marginal --sizes
-1,10,30 --compare <worktree of ec3a7a5>`), on one core at load 2. Before, one conversation into the
-30× index took 41.5 CPU s against 0.8 at 1×: its refresh reached ~6,000 entity names (the weakly
-connected components of eq. 2 grow into a giant one), searched each of them again for its candidate
-set, and read the mentions of the batch's busy names twice. Both are gone: the candidate sets are
-kept beside the index for the next write (`candidates.npz`) and the changed names' mentions are read
-once. One conversation now takes 15.2 CPU s, the 110-conversation batch 2.48 KB per CPU s (0.52× of
-1×, before 0.26×). What is left grows with the index: rebuilding the `walk/` files from the whole
-index after every write (about half of the one conversation's 15 s: BM25 over every chunk, the
-titles each chunk names) and reading every mention of the busy names a batch touches. At 1× the
-batch's CPU time is noise-bound: four alternating runs of the same batch gave 31.6, 24.7, 31.5 and
-28.9 CPU s (this commit, before, this commit, before), one more 30.2 against 35.4, with the same
-graph built by both."""),
+1,10,30 --compare <worktree of ec3a7a5>`), on one core at load 2-3 with CI on the other. Before, one
+conversation into the 30× index took 38.8 CPU s against 0.8 at 1×: its refresh reached ~6,000 entity
+names (the weakly connected components of eq. 2 grow into a giant one), searched each of them again
+for its candidate set, and read the mentions of the batch's busy names twice. Both are gone: the
+candidate sets are kept beside the index for the next write (`candidates.npz`) and the changed
+names' mentions are read once. One conversation now takes 20.3 CPU s, the 110-conversation batch
+2.34 KB per CPU s (0.46× of 1×, before 0.30×; at 10× 0.83×, before 0.63×); an earlier run the same
+evening gave 41.5 → 15.2 CPU s and 0.26× → 0.52×. What is left grows with the index: rebuilding the
+`walk/` files from the whole index after every write (about half of the one conversation's time:
+BM25 over every chunk, the titles each chunk names) and reading every mention of the busy names a
+batch touches. The index grows by 15,110 bytes per KB of the batch at 1× and 38,623 at 30×, with
+either code: a batch re-derives its region's nodes and relations as new rows. At 1× the batch's
+CPU time is noise-bound: alternating runs of the same batch gave 31.6, 24.7, 31.5 and 28.9 CPU s
+(this commit, before, this commit, before), and 30.2 against 35.4, the same graph built by both."""),
     Section("Prompt injection", ("injection*.json",), """\
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each
