@@ -240,6 +240,8 @@ def test_kept_candidate_sets_outlive_the_process_only_while_the_index_is_unchang
         assert not fresh.restore(saved, {**stamp, "tau": 0.5})
         saved.write_bytes(b"PK\x03\x04 not a zip")
         assert not fresh.restore(saved, stamp)  # unreadable: searched again
+        saved.with_name(saved.name + ".part").mkdir()  # cannot be written: no file, no error
+        assert not fresh.save(saved, stamp) and not saved.exists()
 
 
 @pytest.mark.parametrize("file_min", [10**6, 0])  # searched exactly, then through HNSW

@@ -24,6 +24,7 @@ generation and count, τ and the cap); an encrypted index keeps none.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import os
 import zipfile
@@ -94,13 +95,21 @@ class Candidates:
         return {"format": FORMAT, "generation": generation, "count": len(self.vectors),
                 "tau": self.tau, "per_key": self.per_key}
 
-    def save(self, path: Path, stamp: dict[str, Any]) -> None:
-        """Write every kept set with ``stamp`` (``stamp()``), replacing the file atomically."""
+    def save(self, path: Path, stamp: dict[str, Any]) -> bool:
+        """Write every kept set with ``stamp`` (``stamp()``), replacing the file atomically. Only a
+        cache: when it cannot be written (a full disk), the old file goes and False is returned."""
         partial = path.with_name(path.name + ".part")
         arrays: dict[str, Any] = {**pack_sets(self._near), "stamp": np.array(json.dumps(stamp))}
-        with open(partial, "wb") as out:
-            np.savez(out, **arrays)
-        os.replace(partial, path)
+        try:
+            with open(partial, "wb") as out:
+                np.savez(out, **arrays)
+            os.replace(partial, path)
+            return True
+        except OSError:
+            for stale in (partial, path):
+                with contextlib.suppress(OSError):
+                    stale.unlink(missing_ok=True)
+            return False
 
     def restore(self, path: Path, stamp: dict[str, Any]) -> bool:
         """Keep the sets ``save`` wrote if its stamp is ``stamp``; True when they were taken."""
