@@ -45,7 +45,7 @@ WORK = INDEXES / "scale-marginal"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Insert the batch into a copy of each size's index (with each code), print and write."""
+    """Insert the steps into a copy of each size's index (with each code), print and write."""
     args = _parser().parse_args(argv)
     if args.probe:  # (only what the compared checkout also has is imported on this path)
         print(json.dumps(probe(Path(args.probe), args.step)))
@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.common import commit_of
 
     sizes = [int(s) for s in args.sizes.split(",") if (index_of(int(s)) / "scale_build.json").is_file()]
+    if not sizes:
+        print("no scale index built yet: python -m benchmarks.scale --build")
+        return 1
     codes = {"now": ROOT, **({"before": Path(args.compare).resolve()} if args.compare else {})}
     rows = [{"times": n, **{name: insert_into(n, code) for name, code in codes.items()}} for n in sizes]
     for row in rows:
