@@ -19,11 +19,14 @@ from edge_rag.index.aggregate import (
     hybrid_scores,
     same_entity,
 )
+from edge_rag.index import summary
 from edge_rag.index.candidates import Candidates
 from edge_rag.index.extract import FastExtractor, parse_records
 from edge_rag.index.graph_builder import weight
+from edge_rag.index.summary import RunningSummary
 from edge_rag.store import IndexStore, VectorIndex
 from edge_rag.store.codec import decode
+from edge_rag.store.graph_tables import MentionRow
 from edge_rag.store.schema import SCHEMA_VERSION
 from tests.conftest import DEMO_CHATS, SMALL_SLM
 
@@ -332,6 +335,49 @@ def test_insert_then_delete_gives_the_graph_of_what_remains(tmp_path_factory, mo
             rag.delete(doc.id)
         assert rag.graph() == expected
         assert bool(expected["nodes"]) == bool(first), "A alone must give a graph"
+
+
+def _stored_summaries(rag: EdgeRAG) -> dict[str, RunningSummary | None]:
+    rows = rag.store.conn.execute("SELECT key, description FROM entity_keys WHERE description != ''")
+    return {key: RunningSummary.loads(text) for key, text in rows}
+
+
+def test_busy_names_running_summaries_are_those_all_their_mentions_give(tmp_path: Path, model_folder,
+                                                                       monkeypatch) -> None:
+    """Names of more than ``BUSY`` mentions keep a running summary that an insert updates from
+    the new chunks alone: it equals the summary of all their mentions after every insert and
+    delete, and the graph still does not depend on the order of the inserts."""
+    monkeypatch.setattr(summary, "BUSY", 3)
+    graphs = []
+    for order in (list(LIHUA), list(reversed(LIHUA))):
+        with EdgeRAG.open(tmp_path / order[0], progress=False) as rag:
+            for name in order:
+                rag.insert_text(LIHUA[name], source=name)
+                stored = _stored_summaries(rag)
+                everything = rag.store.graph.mentions(stored)
+                assert stored == {k: RunningSummary.of(everything[k]) for k in stored}
+            assert len(stored) >= 3
+            graphs.append(rag.graph())
+            for doc in [d for d in rag.documents() if d.source in order[:3]]:
+                rag.delete(doc.id)
+            stored = _stored_summaries(rag)
+            everything = rag.store.graph.mentions(stored)
+            assert stored == {k: RunningSummary.of(everything[k]) for k in stored}
+    assert graphs[0] == graphs[1]
+
+
+def test_a_running_summary_is_exact_under_insertion() -> None:
+    rows = [MentionRow("li hua", name, type_, f"line {n % 13}", 1)
+            for n, (name, type_) in enumerate([("LiHua", "name"), ("Li Hua", "person")] * 20)]
+    whole = RunningSummary.of(rows)
+    parts = RunningSummary.of(rows[:7])
+    parts.add(rows[7:30])
+    parts.add(rows[30:])
+    assert parts == whole and whole.count == 40 and len(whole.sample) == summary.SAMPLE
+    assert RunningSummary.loads(whole.dumps()) == whole
+    merged = whole.merged("li hua")
+    assert (merged.name, merged.type, merged.mentions) == ("Li Hua", "person", 40)
+    assert all(RunningSummary.loads(bad) is None for bad in ("", "[]", '{"pairs": []}', "7"))
 
 
 @pytest.mark.slow

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -29,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..lexicon import STOPWORDS, entity_key
+from ..lexicon import entity_key
 from ..models.embedder import Embedder
 from ..models.pages import trim_heap
 from ..progress import Progress
@@ -38,7 +37,6 @@ from ..store.codec import as_stored
 from ..store.graph_tables import (
     RELATION_DESCRIPTION_CHARS,
     KeyRow,
-    MentionRow,
     NewRelation,
     RelationMentionRow,
     embedded,
@@ -46,12 +44,12 @@ from ..store.graph_tables import (
 )
 from ..store.schema import TEXT_SHA_DIGITS
 from ..store.vectors import CANDIDATES_FILE
-from .aggregate import GENERIC_TYPES, AggregationParams, EntityKey, aggregate, components, representative
+from .aggregate import GENERIC_TYPES, AggregationParams, aggregate, components, representative
 from .candidates import Candidates
 from .extract import Extractor
 from .mentions import Extraction, chunk_hash, embedding_text
+from .summary import MergedKey, RunningSummary, summarise
 
-DESCRIPTION_CHARS = 400
 KEYWORD_CHARS = 120
 RELATION_TEXT_CHARS = 240
 CANDIDATES_PER_KEY = 32
@@ -60,7 +58,6 @@ CACHE_EVERY = 16  # model extractions committed to the cache per transaction
 # ω_r = 1 − Π(1 − p_i) over a relation's mentions, with p_i = PER_MENTION · strength_i / 10:
 # in (0, 1), rising with both stated strength and repeated support across chunks.
 PER_MENTION = 0.3
-TOKEN = re.compile(r"[\w']{3,}")
 
 
 @dataclass
@@ -72,22 +69,6 @@ class GraphReport:
     cached: int = 0
     failures: int = 0
     seconds: float = 0.0
-
-
-@dataclass
-class _Key:
-    """A key's merged mentions: its chosen name, type, description and count."""
-
-    key: str
-    name: str
-    type: str
-    description: str
-    mentions: int
-
-    def for_aggregation(self) -> EntityKey:
-        words = TOKEN.findall(f"{self.type} {self.description}".lower())
-        return EntityKey(self.key, self.type, frozenset(w for w in words if w not in STOPWORDS),
-                         self.mentions)
 
 
 class GraphBuilder:
@@ -125,7 +106,8 @@ class GraphBuilder:
                 pairs = set[tuple[str, str]]()
                 for (chunk_id, _), extraction in zip(batch, extractions):
                     pairs |= self._add_mentions(chunk_id, extraction)
-                self.refresh(self.tables.keys_of_chunks([c for c, _ in batch]), pairs)
+                chunk_ids = [c for c, _ in batch]
+                self.refresh(self.tables.keys_of_chunks(chunk_ids), pairs, chunk_ids)
             self.save_vectors()
             # A batch's region (2Wiki: thousands of names and their relations) is built from
             # many small objects; handing the freed heap back keeps the build's RSS from
@@ -181,23 +163,27 @@ class GraphBuilder:
 
     # -- derivation ------------------------------------------------------------------------------
 
-    def refresh(self, changed: Iterable[str], pairs: set[tuple[str, str]] | None = None) -> None:
+    def refresh(self, changed: Iterable[str], pairs: set[tuple[str, str]] | None = None,
+                added: Sequence[int] | None = None) -> None:
         """Re-derive the graph around keys whose mentions changed (inside a transaction).
 
         ``pairs`` are the key pairs whose relation mentions changed, when the caller knows them
         (an insert does; a delete passes none): relations between kept nodes are then derived
-        again only for those pairs, otherwise for every pair touching a changed key."""
+        again only for those pairs, otherwise for every pair touching a changed key. ``added``:
+        the chunks whose mentions are all the change (an insert's), so that busy names' running
+        summaries take only those (``summary.py``); a deletion passes none."""
         changed = set(changed)
         if not changed:
             return
         try:
-            self._refresh(changed, pairs)
+            self._refresh(changed, pairs, added)
         except BaseException:
             self._failed = True
             raise
 
-    def _refresh(self, changed: set[str], pairs: set[tuple[str, str]] | None) -> None:
-        keys = self._merged_mentions(changed)
+    def _refresh(self, changed: set[str], pairs: set[tuple[str, str]] | None,
+                 added: Sequence[int] | None) -> None:
+        keys = self._merged_mentions(changed, added)
         dying = self.tables.key_rows(changed - set(keys))
         seeds = changed | self._neighbours_before(dying.values())
         dead_nodes = {row.entity_id for row in dying.values() if row.entity_id is not None}
@@ -225,13 +211,28 @@ class GraphBuilder:
     def _generation(self) -> int:
         return int(self.store.vector_state("entity")["generation"])
 
-    def _merged_mentions(self, keys: Iterable[str]) -> dict[str, _Key]:
+    def _merged_mentions(self, keys: Iterable[str], added: Sequence[int] | None) -> dict[str, MergedKey]:
+        """Summaries of keys that still have mentions. A busy key's stored running summary is
+        brought up to date with the mentions of the ``added`` chunks (none: it is current),
+        unless ``added`` is None (mentions were removed); the others read all their mentions."""
+        keys, out = set(keys), dict[str, MergedKey]()
+        running = {} if added is None else self._running(keys)
+        fresh = self.tables.mentions_in(added) if running and added else {}
+        for key, summary in running.items():
+            summary.add(fresh.get(key, ()))
+            out[key] = summary.merged(key)
         # A slice of keys at a time: a region's dates and years carry thousands of mentions each.
-        ordered, out = sorted(keys), dict[str, _Key]()
+        ordered = sorted(keys - set(running))
         for start in range(0, len(ordered), STRUCTURAL_SLICE):
             found = self.tables.mentions(ordered[start : start + STRUCTURAL_SLICE])
-            out.update((key, _summarise(key, rows)) for key, rows in found.items())
+            out.update((key, summarise(key, rows)) for key, rows in found.items())
         return out
+
+    def _running(self, keys: set[str]) -> dict[str, RunningSummary]:
+        # A stored summary is used only while it counts the mentions the key row counts.
+        stored = self.tables.summaries(keys).items()
+        loaded = {key: (n, RunningSummary.loads(text)) for key, (n, text) in stored}
+        return {key: s for key, (n, s) in loaded.items() if s is not None and s.count == n}
 
     def _neighbours_before(self, dying: Iterable[KeyRow]) -> set[str]:
         # A key about to disappear may have bridged a component or shared a node: its old
@@ -242,7 +243,7 @@ class GraphBuilder:
             found.update(near)
         return found
 
-    def _store_keys(self, alive: dict[str, _Key], dead: set[str]) -> None:
+    def _store_keys(self, alive: dict[str, MergedKey], dead: set[str]) -> None:
         old = self.tables.key_rows(set(alive) | dead)
         self.tables.delete_keys(sorted(dead))
         stale = [k for k, v in alive.items() if k not in old or embedding_text(old[k].name)
@@ -260,8 +261,8 @@ class GraphBuilder:
         for key, info in sorted(alive.items()):
             vector = vectors[key] if key in vectors else old[key].vector
             # A name's description is derived from its mentions whenever aggregation needs it;
-            # nothing reads it back from entity_keys, so none is stored there.
-            row_id = self.tables.upsert_key(key, info.name, info.type, "", info.mentions, vector)
+            # the row's description column holds a busy name's running summary, or nothing.
+            row_id = self.tables.upsert_key(key, info.name, info.type, info.state, info.mentions, vector)
             if key in vectors:
                 added.append(row_id)
         self.candidates.remove(renamed)
@@ -299,7 +300,7 @@ class GraphBuilder:
         return self.tables.keys_of_entities(nodes | self.tables.similar_partners(nodes))
 
     def _rebuild(self, region: set[str], edges: set[tuple[str, str]], dead_nodes: set[int],
-                 changed: set[str], pairs: set[tuple[str, str]] | None, known: dict[str, _Key]) -> None:
+                 changed: set[str], pairs: set[tuple[str, str]] | None, known: dict[str, MergedKey]) -> None:
         """Aggregate the region's components and bring its nodes and relations in line.
 
         A node whose group of keys, name and type come out as stored is kept with its id.
@@ -312,7 +313,7 @@ class GraphBuilder:
         # busy ones: at 30x LiHua-World a batch's 317 changed keys held 594k of its region's
         # 627k mentions, and were read twice).
         infos = {k: v for k, v in known.items() if k in region}
-        infos.update(self._merged_mentions(region - set(infos)))
+        infos.update(self._merged_mentions(region - set(infos), added=()))
         groups, similar = [], []
         for component in components(region, edges):
             result = aggregate([infos[k].for_aggregation() for k in component], self.params)
@@ -504,7 +505,7 @@ def _by_text(relations: list[tuple[int, str | None, np.ndarray | None]]) -> dict
     return {sha: v for _, sha, v in relations if sha and v is not None}
 
 
-def _head(group: list[str], infos: dict[str, _Key]) -> tuple[str, str]:
+def _head(group: list[str], infos: dict[str, MergedKey]) -> tuple[str, str]:
     """A group's node name and type."""
     members = [infos[k] for k in group]
     head = infos[representative(m.for_aggregation() for m in members).key]
@@ -512,19 +513,6 @@ def _head(group: list[str], infos: dict[str, _Key]) -> tuple[str, str]:
     type_ = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else head.type
     # Schema 4 stores no node description: ``GraphTables.nodes`` derives it from the mentions.
     return head.name, type_
-
-
-def _summarise(key: str, rows: list[MentionRow]) -> _Key:
-    names = Counter({r.name: 0 for r in rows})
-    for r in rows:
-        names[r.name] += r.count
-    name = min(names.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-    types: Counter[str] = Counter()
-    for r in rows:
-        types[r.type] += r.count if r.type not in GENERIC_TYPES else 0
-    type_ = min(types.items(), key=lambda kv: (-kv[1], kv[0]))[0] if +types else rows[0].type
-    description = join_texts((r.description for r in rows for _ in range(r.count)), DESCRIPTION_CHARS)
-    return _Key(key, name, type_, description, sum(r.count for r in rows))
 
 
 def _sha(text: str) -> str:

@@ -173,13 +173,32 @@ class GraphTables:
 
     def mentions(self, keys: Iterable[str]) -> dict[str, list[MentionRow]]:
         """Distinct mentions of each key with their counts."""
+        return self._mentions("key", sorted(keys))
+
+    def mentions_in(self, chunk_ids: Iterable[int]) -> dict[str, list[MentionRow]]:
+        """Distinct mentions in these chunks, by key, with their counts."""
+        return self._mentions("chunk_id", sorted(int(c) for c in chunk_ids))
+
+    def _mentions(self, column: str, values: list) -> dict[str, list[MentionRow]]:
         out: dict[str, list[MentionRow]] = {}
-        for part in parts(sorted(keys)):
+        found: dict[tuple[str, str, str, str], int] = {}
+        for part in parts(values):
             rows = self.conn.execute(
                 f"SELECT key, name, type, {MENTION_DESCRIPTION} AS d, count(*) FROM entity_mentions m "
-                f"WHERE key IN ({marks(part)}) GROUP BY key, name, type, d", part)
-            for row in rows:
-                out.setdefault(row[0], []).append(MentionRow(*row))
+                f"WHERE {column} IN ({marks(part)}) GROUP BY key, name, type, d", part)
+            for *group, n in rows:
+                found[tuple(group)] = found.get(tuple(group), 0) + n  # (a key may span two parts)
+        for group, n in sorted(found.items()):
+            out.setdefault(group[0], []).append(MentionRow(*group, n))
+        return out
+
+    def summaries(self, keys: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """(mentions, stored running summary) of the keys that have one (``index/summary.py``)."""
+        out: dict[str, tuple[int, str]] = {}
+        for part in parts(sorted(keys)):
+            rows = self.conn.execute(f"SELECT key, mentions, description FROM entity_keys WHERE key IN "
+                                     f"({marks(part)}) AND description != ''", part)
+            out.update((key, (n, text)) for key, n, text in rows)
         return out
 
     def key_rows(self, keys: Iterable[str]) -> dict[str, KeyRow]:
