@@ -73,6 +73,36 @@ def test_stale_files_are_not_used_and_every_write_renews_them(rag: EdgeRAG) -> N
     assert not store_walk(rag.directory, rag.store)  # current: nothing to write
 
 
+def test_a_write_reads_only_the_new_chunks_texts_while_the_titles_stay(rag: EdgeRAG, monkeypatch) -> None:
+    """The walk files keep each chunk's word counts and title links: a write that adds no title
+    reads the texts of its new chunks only, and gives the walk a fresh derivation gives."""
+    from edge_rag.store.walk import WalkTables
+
+    read_after: list[int] = []
+    chunk_texts = WalkTables.chunk_texts
+
+    def recorded(self, batch: int = 2048, after: int = -1):
+        read_after.append(after)
+        return chunk_texts(self, batch, after)
+
+    monkeypatch.setattr(WalkTables, "chunk_texts", recorded)
+    for title, text in PASSAGES.items():
+        rag.insert_text(text, source=title, metadata={"title": title})
+    chats = ["LiHua: I watched Pearl Lust by Vera Smith yesterday.", "AdamSmith: Ships dock at the harbour.",
+             "LiHua: Harbour Lights is on tonight, Adam."]
+    added = []
+    for n, chat in enumerate(chats):
+        read_after.clear()
+        added += rag.insert_text(chat, source=f"chat-{n}").added
+        assert read_after and read_after[0] > 0  # only chunks newer than the stored walk's
+        _same_walk(open_walk(rag.directory, rag.store), WalkGraph.from_store(rag.store))
+    rag.delete(added[1])
+    _same_walk(open_walk(rag.directory, rag.store), WalkGraph.from_store(rag.store))
+    rag.delete(rag.documents()[0].id)  # a titled one: the titles change, every text is read
+    assert read_after[-1] == -1
+    _same_walk(open_walk(rag.directory, rag.store), WalkGraph.from_store(rag.store))
+
+
 def test_the_ablation_without_weights_derives_in_memory(rag: EdgeRAG) -> None:
     rag.insert_text("LiHua: Adam, the plumber comes at 5 PM on Friday.", source="chat-1")
     assert open_walk(rag.directory, rag.store, use_weights=False) is None

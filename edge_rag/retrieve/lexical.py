@@ -39,6 +39,7 @@ class ChunkTerms:
     weights: np.ndarray
     idf: np.ndarray
     size: int
+    tf: np.ndarray | None = None  # each posting's term count (kept so a rebuild can reuse it)
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> ChunkTerms:
@@ -82,12 +83,27 @@ class TermCounts:
     """``ChunkTerms.build`` fed one text at a time, its counts kept as arrays every ``FLUSH``
     texts (Python lists of a 30 MB corpus's term counts would take hundreds of MiB)."""
 
-    def __init__(self) -> None:
-        self.vocabulary: dict[str, int] = {}
+    def __init__(self, vocabulary: dict[str, int] | None = None) -> None:
+        self.vocabulary: dict[str, int] = vocabulary or {}
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._terms: list[int] = []
         self._tf: list[int] = []
         self._distinct: list[int] = []
+
+    @classmethod
+    def resumed(cls, earlier: ChunkTerms, keep: np.ndarray) -> TermCounts:
+        """Counts that start with the chunks of an earlier index (which kept its ``tf``) where
+        ``keep`` (one flag per earlier chunk) is set, in their order, without reading their texts.
+        The result scores as a fresh build over the same texts does (term numbers may differ)."""
+        assert earlier.tf is not None
+        terms = np.repeat(np.arange(len(earlier.indptr) - 1), np.diff(earlier.indptr))
+        kept = keep[earlier.positions]
+        order = np.argsort(earlier.positions[kept], kind="stable")  # chunk-major
+        counts = cls(dict(earlier.vocabulary.items()))
+        distinct = np.bincount(earlier.positions, minlength=earlier.size)[keep]
+        counts._parts.append((terms[kept][order].astype(np.int64), earlier.tf[kept][order].astype(np.int64),
+                              distinct.astype(np.int64)))
+        return counts
 
     def add(self, text: str) -> None:
         """Count one chunk's terms (chunks are numbered in the order they are added)."""
@@ -114,8 +130,9 @@ class TermCounts:
         order = np.argsort(terms, kind="stable")
         indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
         weights = (saturated * idf[terms])[order].astype(np.float32)
+        small = np.uint8 if tf.max(initial=0) <= np.iinfo(np.uint8).max else np.uint16
         return ChunkTerms(self.vocabulary, indptr, chunks[order].astype(np.int32), weights,
-                          idf.astype(np.float32), n_chunks)
+                          idf.astype(np.float32), n_chunks, tf[order].astype(small))
 
     def _flush(self) -> None:
         if self._distinct:

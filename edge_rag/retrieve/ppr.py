@@ -82,8 +82,10 @@ seeds' lookups, one batch of embeddings and a push over the part of the graph it
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -133,27 +135,32 @@ class WalkGraph:
     entity_chunks: np.ndarray
     titles: TitleIndex | None = None
     lexical: ChunkTerms | None = None
+    read: ChunkReading | None = None
 
     @classmethod
-    def from_store(cls, store: IndexStore, use_weights: bool = True) -> WalkGraph:
+    def from_store(cls, store: IndexStore, use_weights: bool = True,
+                   earlier: ChunkReading | None = None) -> WalkGraph:
         """The graph of an open store, with its documents' title links (see ``title_index.py``) and
-        its chunks' BM25 index (``lexical.py``), derived in memory from one consistent read."""
+        its chunks' BM25 index (``lexical.py``), derived in memory from one consistent read.
+        ``earlier``: what an earlier walk read from the chunk texts, reused for the chunks it
+        covers while the documents' titles are the same (only newer chunks' texts are read)."""
         with store.walk.snapshot():
             arrays = store.walk.arrays()
             first = store.walk.first_chunks()
             titled = store.walk.titles()
             index = (TitleIndex.build((t, first[d]) for d, t in titled.items() if d in first)
                      if titled else None)
-            terms, pairs = TermCounts(), list[tuple[int, int]]()
-            for rows in store.walk.chunk_texts():
+            digest = titles_digest(titled, first)
+            reading = ChunkReading.start(arrays.chunk_ids, digest, earlier)
+            for rows in store.walk.chunk_texts(after=reading.after):
                 for chunk_id, doc_id, text in rows:
-                    terms.add(text)
+                    reading.terms.add(text)
                     if index is not None:
-                        pairs.extend((chunk_id, target) for target in index.find(text, capitalised=True)
-                                     if target != first.get(doc_id))
-        ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        links = (ends[:, 0], ends[:, 1]) if index is not None else None
-        return cls.build(arrays, use_weights, index, links, terms.finish())
+                        found = index.find(text, capitalised=True)
+                        reading.pairs.extend((chunk_id, t) for t in found if t != first.get(doc_id))
+        read = reading.finish(arrays.chunk_ids)
+        links = (read.links[:, 0], read.links[:, 1]) if index is not None else None
+        return replace(cls.build(arrays, use_weights, index, links, read.words), read=read)
 
     @classmethod
     def build(cls, arrays: GraphArrays, use_weights: bool = True, titles: TitleIndex | None = None,
@@ -443,6 +450,49 @@ def _edges(arrays: GraphArrays, use_weights: bool) -> tuple[np.ndarray, np.ndarr
                              np.full(int(same.sum()), NEXT_CHUNK)])
     keep = (source >= 0) & (target >= 0) & (source != target) & (weight > 0)
     return source[keep], target[keep], weight[keep]
+
+
+@dataclass(frozen=True)
+class ChunkReading:
+    """What a walk reads from the chunk texts: their BM25 counts (``words``, with ``tf``) and
+    title links (chunk id pairs) of the chunks ``chunk_ids``, found with the titles ``titles``
+    (a digest). A later walk reuses it (``start``) and reads only the chunks added since."""
+
+    chunk_ids: np.ndarray
+    words: ChunkTerms
+    links: np.ndarray
+    titles: str
+
+    @staticmethod
+    def start(chunk_ids: np.ndarray, titles: str, earlier: ChunkReading | None) -> _Reading:
+        """A reading of ``chunk_ids`` that begins from ``earlier`` when it can: same titles, its
+        stored counts, and every chunk it lacks newer than all it has (row ids only grow)."""
+        if earlier is None or earlier.titles != titles or earlier.words.tf is None:
+            return _Reading(titles)
+        last = int(earlier.chunk_ids.max(initial=-1))
+        keep = np.isin(earlier.chunk_ids, chunk_ids)
+        if int(keep.sum()) + int(np.count_nonzero(chunk_ids > last)) != len(chunk_ids):
+            return _Reading(titles)
+        links = earlier.links[np.isin(earlier.links[:, 0], chunk_ids)].tolist()
+        return _Reading(titles, TermCounts.resumed(earlier.words, keep), [(a, b) for a, b in links], last)
+
+
+@dataclass
+class _Reading:
+    titles: str
+    terms: TermCounts = field(default_factory=TermCounts)
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+    after: int = -1  # chunks up to this id come from the earlier reading
+
+    def finish(self, chunk_ids: np.ndarray) -> ChunkReading:
+        links = np.asarray(self.pairs, dtype=np.int64).reshape(-1, 2)
+        return ChunkReading(chunk_ids, self.terms.finish(), links, self.titles)
+
+
+def titles_digest(titled: dict[str, str], first: dict[str, int]) -> str:
+    """A digest of the documents' titles and first chunks (what title links are found with)."""
+    pairs = sorted((d, t, first.get(d, -1)) for d, t in titled.items())
+    return hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
 def longest_matches(matched: dict[str, int]) -> dict[str, int]:

@@ -76,9 +76,10 @@ class WalkTables:
         doc_numbers = np.fromiter((numbers.setdefault(d, len(numbers)) for d in docs), np.int64, len(docs))
         return GraphArrays(entities, chunk_ids, doc_numbers, ords, *relations, *links)
 
-    def chunk_texts(self, batch: int = 2048) -> Iterator[list[tuple[int, str, str]]]:
-        """(chunk id, document id, text) of every chunk in id order, a batch at a time."""
-        cursor = self.conn.execute("SELECT id, doc_id, text FROM chunks ORDER BY id")
+    def chunk_texts(self, batch: int = 2048, after: int = -1) -> Iterator[list[tuple[int, str, str]]]:
+        """(chunk id, document id, text) of every chunk with an id above ``after``, in id order,
+        a batch at a time."""
+        cursor = self.conn.execute("SELECT id, doc_id, text FROM chunks WHERE id > ? ORDER BY id", (after,))
         while rows := cursor.fetchmany(batch):
             yield rows
 
