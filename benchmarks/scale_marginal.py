@@ -7,8 +7,9 @@ more chunks than a KB of chat). Here the same text, generated conversations of a
 size holds, goes into a copy of each size's index, each insert in a process of its own with the
 whole ``insert`` timed (chunks, vectors, graph, walk files): first one conversation (a synced
 file), then ``BATCH`` more. Their throughput at 30× over 1× is the slow-down due to the index's
-size alone. Each copy first takes one other conversation, untimed: an index as this code leaves
-it after a write (what a write keeps beside the index for the next one is there).
+size alone. Each copy first takes ``BATCH`` conversations of another world, untimed: an index as
+this code leaves it after writes (what a write keeps for the next one, such as candidate sets and
+busy names' running summaries, is there, as it is in an index this code built).
 ``--compare PATH`` does the same with the code checked out at PATH (an earlier commit's
 worktree): old and new side by side in one run.
 
@@ -38,9 +39,9 @@ from benchmarks.datasets import INDEXES  # noqa: E402
 from benchmarks.scale_build import StackSampler, index_of  # noqa: E402
 from benchmarks.scale_corpus import generated_world, text_bytes  # noqa: E402
 
-WORLD = 10_000  # the 30× corpus holds worlds 0-39
+WORLD = 10_000  # the 30× corpus holds worlds 0-39; the primer is the next world's
 BATCH = 110  # conversations: about 160 KB, a quarter of a generated year
-STEPS = {"primer": slice(0, 1), "one": slice(1, 2), "batch": slice(2, 2 + BATCH)}  # of WORLD's chats
+STEPS = {"primer": slice(0, BATCH), "one": slice(1, 2), "batch": slice(2, 2 + BATCH)}  # of the chats
 WORK = INDEXES / "scale-marginal"
 
 
@@ -73,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def step_docs(step: str) -> list[Any]:
-    """The conversations of world ``WORLD`` that a step inserts (``STEPS``)."""
-    return generated_world(WORLD)[STEPS[step]]
+    """The conversations a step inserts (``STEPS``): world ``WORLD``'s, the primer's the next."""
+    return generated_world(WORLD + (step == "primer"))[STEPS[step]]
 
 
 def insert_into(times: int, code: Path) -> dict[str, Any]:

@@ -38,6 +38,10 @@ VECTOR_KINDS = ("chunk", "entity", "relation")
 # size, mtime and content hash, and the documents it gave (``owned``: the sync added it, so the
 # sync may delete it; a document equal to one inserted otherwise is only linked). Opening a
 # version 5 file creates them.
+# entity_keys.description holds no description (nothing reads one back): it is empty, or holds
+# the running summary (JSON) of a name with many mentions (``index/summary.py``), which an
+# insert updates from the new chunks' mentions alone. Code that does not know it writes it
+# empty, and an empty one is derived again from the mentions, so files stay compatible.
 MENTION_DESCRIPTION = ("CASE WHEN m.at IS NULL THEN m.description "
                        "ELSE substr((SELECT text FROM chunks WHERE id = m.chunk_id), m.at + 1, m.len) END")
 SPAN_COLUMNS = ("at", "len")
