@@ -405,7 +405,8 @@ class GraphBuilder:
         if not stale:
             return
         keys_of = _keys_of(node_of, {n for pair in stale for n in pair})
-        by_pair = {pair: self.tables.mentions_between(keys_of[pair[0]], keys_of[pair[1]])
+        chunks = self.tables.key_chunks()
+        by_pair = {pair: self.tables.mentions_between(keys_of[pair[0]], keys_of[pair[1]], chunks)
                    for pair in sorted(stale)}
         names = self.tables.entity_names({n for pair in by_pair for n in pair})
         self._insert_relations([_structural(pair, rows, names) for pair, rows in by_pair.items() if rows],

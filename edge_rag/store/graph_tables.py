@@ -323,19 +323,27 @@ class GraphTables:
             out.update((row[:3], RelationMentionRow(*row)) for row in rows)
         return sorted(out.values(), key=lambda r: (r.chunk_id, r.source_key, r.target_key))
 
-    def mentions_between(self, keys: Sequence[str], others: Sequence[str]) -> list[RelationMentionRow]:
+    def key_chunks(self) -> KeyChunks:
+        """A reader of keys' chunk ids that keeps them for the next pair (``mentions_between``)."""
+        return KeyChunks(self.conn)
+
+    def mentions_between(self, keys: Sequence[str], others: Sequence[str],
+                         chunks: KeyChunks | None = None) -> list[RelationMentionRow]:
         """Every relation mention joining a key of ``keys`` to one of ``others``, in the order
-        ``relation_mentions`` gives: read through the chunks that mention both keys."""
+        ``relation_mentions`` gives: read by primary key in the chunks that mention both keys
+        (``chunks`` keeps each key's chunk ids for the next pair that has it)."""
+        chunks = chunks or KeyChunks(self.conn)
         columns = f"chunk_id, source_key, target_key, keywords, {MENTION_DESCRIPTION}, strength"
         out: list[RelationMentionRow] = []
         for a in keys:
             for b in others:
                 first, second = min(a, b), max(a, b)
-                rows = self.conn.execute(
-                    f"SELECT {columns} FROM relation_mentions m WHERE m.chunk_id IN (SELECT chunk_id "
-                    "FROM entity_mentions WHERE key = ? INTERSECT SELECT chunk_id FROM entity_mentions "
-                    "WHERE key = ?) AND m.source_key = ? AND m.target_key = ?", (first, second) * 2)
-                out.extend(RelationMentionRow(*row) for row in rows)
+                both = np.intersect1d(chunks.of(first), chunks.of(second), assume_unique=True).tolist()
+                for part in parts(both):
+                    rows = self.conn.execute(
+                        f"SELECT {columns} FROM relation_mentions m WHERE m.chunk_id IN ({marks(part)}) "
+                        "AND m.source_key = ? AND m.target_key = ?", (*part, first, second))
+                    out.extend(RelationMentionRow(*row) for row in rows)
         return sorted(out, key=lambda r: (r.chunk_id, r.source_key, r.target_key))
 
     def entity_of_keys(self, keys: Iterable[str]) -> dict[str, int]:
@@ -510,6 +518,30 @@ class GraphTables:
 UNEMBEDDED_KEYWORDS = frozenset({"co-occur", "mentions"})
 NODE_DESCRIPTION_CHARS = 400
 RELATION_DESCRIPTION_CHARS = 400  # what a structural relation's embedded text holds of its mentions
+
+
+class KeyChunks:
+    """The sorted ids of the chunks that mention each key, read once per key (from the covering
+    ``entity_mentions_key`` index) and kept up to ``limit`` ids in all: a batch's changed pairs
+    share their busy keys (a person of every conversation), which an SQL ``INTERSECT`` per pair
+    read again for each pair."""
+
+    def __init__(self, conn: sqlite3.Connection, limit: int = 2_000_000) -> None:
+        self.conn, self.limit = conn, limit
+        self._kept: dict[str, np.ndarray] = {}
+        self._size = 0
+
+    def of(self, key: str) -> np.ndarray:
+        """The chunk ids mentioning ``key``, ascending."""
+        found = self._kept.get(key)
+        if found is None:
+            rows = self.conn.execute("SELECT chunk_id FROM entity_mentions WHERE key = ? ORDER BY chunk_id",
+                                     (key,))
+            found = np.fromiter((r[0] for r in rows), dtype=np.int64)
+            if self._size + len(found) > self.limit:
+                self._kept, self._size = {}, 0
+            self._kept[key], self._size = found, self._size + len(found)
+        return found
 
 
 def join_texts(texts: Iterable[str], limit: int, separator: str = "; ") -> str:
