@@ -272,7 +272,7 @@ def cache_path(dataset: str, slm: str, method: str, settings: Settings | None = 
     settings = settings or Settings()
     fields = ANSWER_FIELDS[2:] if method.startswith("none") else ANSWER_FIELDS
     shape: list = [getattr(settings, f) for f in fields]
-    if method.split("-")[0] in ("local", "dual", "topology", "ppr"):
+    if method.split("-")[0] in ("local", "dual", "topology", "ppr", "auto"):  # auto plans them
         shape += [RETRIEVAL_VERSION, *(getattr(settings, f) for f in GRAPH_FIELDS)]
     if settings.answer_stage != "plain":
         # The plain stage keeps the fingerprint it always had, so its old answers stay valid.

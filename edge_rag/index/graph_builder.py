@@ -2,7 +2,8 @@
 
 Mentions are the truth; everything else is derived and rebuilt only where a change reaches:
 
-1. every changed entity name (key) gets its row and name vector refreshed, or is dropped;
+1. every changed entity name (key) gets its row and name vector refreshed, or is dropped (a
+   name of many mentions is summarised from a running summary, ``summary.py``);
 2. from the changed keys, candidate edges cos(v_i, v_j) ≥ τ (eq. 1) are followed through the
    entity vector index to the whole weakly connected component (eq. 2), together with the
    keys that shared a node or a similar edge with them before the change;
@@ -58,6 +59,16 @@ CACHE_EVERY = 16  # model extractions committed to the cache per transaction
 # ω_r = 1 − Π(1 − p_i) over a relation's mentions, with p_i = PER_MENTION · strength_i / 10:
 # in (0, 1), rising with both stated strength and repeated support across chunks.
 PER_MENTION = 0.3
+
+
+@dataclass(frozen=True)
+class _Change:
+    """What a refresh answers to: the keys whose mentions changed, the key pairs whose relation
+    mentions changed and the chunks whose mentions were added (None when not known: a delete)."""
+
+    keys: set[str]
+    pairs: set[tuple[str, str]] | None
+    chunks: Sequence[int] | None
 
 
 @dataclass
@@ -189,7 +200,7 @@ class GraphBuilder:
         dead_nodes = {row.entity_id for row in dying.values() if row.entity_id is not None}
         self._store_keys(keys, set(dying))
         region, edges = self._region(seeds)
-        self._rebuild(region, edges, dead_nodes, changed, pairs, keys)
+        self._rebuild(region, edges, dead_nodes, _Change(changed, pairs, added), keys)
         self.store.bump_generation("entity")
         self.store.bump_generation("relation")
 
@@ -300,7 +311,7 @@ class GraphBuilder:
         return self.tables.keys_of_entities(nodes | self.tables.similar_partners(nodes))
 
     def _rebuild(self, region: set[str], edges: set[tuple[str, str]], dead_nodes: set[int],
-                 changed: set[str], pairs: set[tuple[str, str]] | None, known: dict[str, MergedKey]) -> None:
+                 change: _Change, known: dict[str, MergedKey]) -> None:
         """Aggregate the region's components and bring its nodes and relations in line.
 
         A node whose group of keys, name and type come out as stored is kept with its id.
@@ -331,13 +342,13 @@ class GraphBuilder:
             if node is None:
                 node = self.tables.add_entity(*heads[n], "", group)
                 whole.add(node)
-            elif not changed.isdisjoint(group):
-                self.tables.link_chunks(node, group)
+            elif not change.keys.isdisjoint(group):
+                self.tables.link_chunks(node, group, change.chunks)
                 changed_nodes.add(node)
             node_of.update((key, node) for key in group)
-        if pairs is None:
+        if change.pairs is None:
             whole |= changed_nodes
-        stale = {(min(node_of[a], node_of[b]), max(node_of[a], node_of[b])) for a, b in pairs or ()
+        stale = {(min(node_of[a], node_of[b]), max(node_of[a], node_of[b])) for a, b in change.pairs or ()
                  if node_of[a] != node_of[b] and node_of[a] not in whole and node_of[b] not in whole}
         reusable.update(self._drop_relations(set(kept.values()), whole, stale))
         self._add_structural(whole, node_of, reusable)

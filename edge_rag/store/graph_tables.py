@@ -301,11 +301,19 @@ class GraphTables:
         self.link_chunks(entity_id, keys)
         return entity_id
 
-    def link_chunks(self, entity_id: int, keys: Sequence[str]) -> None:
-        """Link a node to every chunk that mentions one of its keys (links held stay)."""
-        self.conn.execute(
-            "INSERT OR IGNORE INTO chunk_entities(chunk_id, entity_id) SELECT DISTINCT chunk_id, ? "
-            f"FROM entity_mentions WHERE key IN ({marks(keys)})", [entity_id, *keys])
+    def link_chunks(self, entity_id: int, keys: Sequence[str], chunks: Sequence[int] | None = None) -> None:
+        """Link a node to every chunk that mentions one of its keys (links held stay), or to
+        those of ``chunks`` that do (the new ones, when the others are linked already)."""
+        if chunks is None:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO chunk_entities(chunk_id, entity_id) SELECT DISTINCT chunk_id, ? "
+                f"FROM entity_mentions WHERE key IN ({marks(keys)})", [entity_id, *keys])
+            return
+        for part in parts(list(chunks)):
+            self.conn.execute(
+                "INSERT OR IGNORE INTO chunk_entities(chunk_id, entity_id) SELECT DISTINCT chunk_id, ? "
+                f"FROM entity_mentions WHERE chunk_id IN ({marks(part)}) AND key IN ({marks(keys)})",
+                [entity_id, *part, *keys])
 
     def relation_mentions(self, keys: Iterable[str]) -> list[RelationMentionRow]:
         """Every relation mention with an endpoint among the keys.
