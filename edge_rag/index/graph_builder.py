@@ -521,7 +521,10 @@ def _head(group: list[str], infos: dict[str, MergedKey]) -> tuple[str, str]:
     """A group's node name and type."""
     members = [infos[k] for k in group]
     head = infos[representative(m.for_aggregation() for m in members).key]
-    kinds = Counter(m.type for m in members for _ in range(m.mentions) if m.type not in GENERIC_TYPES)
+    kinds: Counter[str] = Counter()
+    for m in members:  # each key's type counts as often as the key is mentioned
+        if m.type not in GENERIC_TYPES:
+            kinds[m.type] += m.mentions
     type_ = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else head.type
     # Schema 4 stores no node description: ``GraphTables.nodes`` derives it from the mentions.
     return head.name, type_

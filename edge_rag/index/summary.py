@@ -60,17 +60,17 @@ class MergedKey:
 def summarise(key: str, rows: Sequence[MentionRow]) -> MergedKey:
     """A key's summary from all its distinct mentions (``GraphTables.mentions``); a running
     one when they are more than ``BUSY``."""
-    if sum(r.count for r in rows) > BUSY:
+    if sum(r.times for r in rows) > BUSY:
         return RunningSummary.of(rows).merged(key)
     names = Counter({r.name: 0 for r in rows})
     for r in rows:
-        names[r.name] += r.count
+        names[r.name] += r.times
     types: Counter[str] = Counter()
     for r in rows:
-        types[r.type] += r.count if r.type not in GENERIC_TYPES else 0
+        types[r.type] += r.times if r.type not in GENERIC_TYPES else 0
     type_ = _most(types) if +types else rows[0].type
-    description = join_texts((r.description for r in rows for _ in range(r.count)), DESCRIPTION_CHARS)
-    return MergedKey(key, _most(names), type_, description, sum(r.count for r in rows))
+    description = join_texts((r.description for r in rows for _ in range(r.times)), DESCRIPTION_CHARS)
+    return MergedKey(key, _most(names), type_, description, sum(r.times for r in rows))
 
 
 @dataclass
@@ -97,7 +97,7 @@ class RunningSummary:
         """Fold in new mentions (never ones already counted)."""
         found = set(self.sample)
         for r in rows:
-            self.pairs[(r.name, r.type)] += r.count
+            self.pairs[(r.name, r.type)] += r.times
             if r.description:
                 found.add((_hash(r.description), r.description))
         self.sample = sorted(found)[:SAMPLE]

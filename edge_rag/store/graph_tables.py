@@ -17,19 +17,17 @@ from .schema import MENTION_DESCRIPTION
 BATCH = 500
 
 
-@dataclass(frozen=True)
-class MentionRow:
+class MentionRow(NamedTuple):
     """One extracted entity mention: (key, name, type, description) and how often it occurs."""
 
     key: str
     name: str
     type: str
     description: str
-    count: int
+    times: int
 
 
-@dataclass(frozen=True)
-class RelationMentionRow:
+class RelationMentionRow(NamedTuple):
     """One extracted relation mention in one chunk."""
 
     chunk_id: int
