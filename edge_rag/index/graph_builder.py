@@ -187,20 +187,19 @@ class GraphBuilder:
         if not changed:
             return
         try:
-            self._refresh(changed, pairs, added)
+            self._refresh(_Change(changed, pairs, added))
         except BaseException:
             self._failed = True
             raise
 
-    def _refresh(self, changed: set[str], pairs: set[tuple[str, str]] | None,
-                 added: Sequence[int] | None) -> None:
-        keys = self._merged_mentions(changed, added)
-        dying = self.tables.key_rows(changed - set(keys))
-        seeds = changed | self._neighbours_before(dying.values())
+    def _refresh(self, change: _Change) -> None:
+        keys = self._merged_mentions(change.keys, change.chunks)
+        dying = self.tables.key_rows(change.keys - set(keys))
+        seeds = change.keys | self._neighbours_before(dying.values())
         dead_nodes = {row.entity_id for row in dying.values() if row.entity_id is not None}
         self._store_keys(keys, set(dying))
         region, edges = self._region(seeds)
-        self._rebuild(region, edges, dead_nodes, _Change(changed, pairs, added), keys)
+        self._rebuild(region, edges, dead_nodes, change, keys)
         self.store.bump_generation("entity")
         self.store.bump_generation("relation")
 
