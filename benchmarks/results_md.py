@@ -1134,25 +1134,29 @@ passages yield 2.6× the relation mentions per KB of chat."""),
     Section("Marginal build cost: the same text into every size", ("marginal_build*.json",), """\
 `python -m benchmarks.scale_marginal [--compare PATH]`: generated chats that no size holds,
 inserted into a copy of each scale index, each insert in a process of its own (the whole `insert`:
-chunks, vectors, graph, walk files): one conversation untimed (the index as a write of this code
-leaves it), then one conversation (a synced file) and a batch of 110, timed. Unlike the scale
+chunks, vectors, graph, walk files): 110 conversations of another world untimed (the index as
+writes of this code leave it: candidate sets, busy names' running summaries and reusable walk
+files in place), then one conversation (a synced file) and a batch of 110, timed. Unlike the scale
 build's stages, every size gets the same text, so the ratio to the smallest size is the slow-down
 due to the index's size alone. `--compare` runs the same with another checkout, side by side.""", marginal,
-            """Measured on 6 December 2026 beside `ec3a7a5` (`python -m benchmarks.scale_marginal --sizes
-1,10,30 --compare <worktree of ec3a7a5>`), on one core at load 2-3 with CI on the other. Before, one
-conversation into the 30× index took 38.8 CPU s against 0.8 at 1×: its refresh reached ~6,000 entity
-names (the weakly connected components of eq. 2 grow into a giant one), searched each of them again
-for its candidate set, and read the mentions of the batch's busy names twice. Both are gone: the
-candidate sets are kept beside the index for the next write (`candidates.npz`) and the changed
-names' mentions are read once. One conversation now takes 20.3 CPU s, the 110-conversation batch
-2.34 KB per CPU s (0.46× of 1×, before 0.30×; at 10× 0.83×, before 0.63×); an earlier run the same
-evening gave 41.5 → 15.2 CPU s and 0.26× → 0.52×. What is left grows with the index: rebuilding the
-`walk/` files from the whole index after every write (about half of the one conversation's time:
-BM25 over every chunk, the titles each chunk names) and reading every mention of the busy names a
-batch touches. The index grows by 15,110 bytes per KB of the batch at 1× and 38,623 at 30×, with
-either code: a batch re-derives its region's nodes and relations as new rows. At 1× the batch's
-CPU time is noise-bound: alternating runs of the same batch gave 31.6, 24.7, 31.5 and 28.9 CPU s
-(this commit, before, this commit, before), and 30.2 against 35.4, the same graph built by both."""),
+            """Measured on 6 December 2026 beside `029f2a9` (`python -m benchmarks.scale_marginal --sizes
+1,10,30 --compare <worktree of 029f2a9>`) on one core, with an answer benchmark and tests on the
+other. Five changes since `029f2a9`, each exact except the first: a name of more than 64 mentions
+keeps a running summary and an insert reads only its new mentions (`index/summary.py`); the walk
+files keep each chunk's term counts and title links, so a write that adds no title reads only the
+new chunks' texts; a changed pair's relation mentions are read by primary key in the chunks both
+keys share, each key's chunk ids read once per batch; aggregation scores pairs only within groups
+of keys sharing a label (a 5,625-key component of dates: 1.83 s to 0.08 s, the same pairs and
+scores); a kept node is linked only to the new chunks. One conversation into the 30× index: 16.7 →
+5.1 CPU s. The 110-conversation batch: 47.0 → 37.3 CPU s at 30×, 44.2 → 40.1 at 10×. The ratio to
+1× is as noisy as the 1× figure: in this run both codes took 37 s at 1× (0.998× and 0.797×), while
+alternating runs of the batch on a quiet machine, from the same primed copies, gave 22.5 and 25.6
+CPU s at 1× against 32.1 and 29.9 at 30× (0.78×). Embedding is the same work at every size (1,250
+texts, 299,330 characters); what still grows with the index is the main thread's: the walk's graph
+arrays read from SQLite after every write (1.3 s at 30×), every mention of the busy pairs a batch
+touches (2 s), the unchanged names of the batch's components (2.5 s) and the exact vector matrices
+loaded when the index opens (0.6 s). The index grows by 15,018 bytes per KB of the batch at 1× and
+18,889 at 30×: pages split in B-trees the build left packed."""),
     Section("Prompt injection", ("injection*.json",), """\
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each
