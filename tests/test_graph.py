@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies
 
 from edge_rag import EdgeRAG, NoSuchEntity, Settings
+from edge_rag.index import summary
 from edge_rag.index.aggregate import (
     AggregationParams,
     EntityKey,
@@ -19,7 +20,6 @@ from edge_rag.index.aggregate import (
     hybrid_scores,
     same_entity,
 )
-from edge_rag.index import summary
 from edge_rag.index.candidates import Candidates
 from edge_rag.index.extract import FastExtractor, parse_records
 from edge_rag.index.graph_builder import weight
