@@ -103,6 +103,15 @@ def test_a_write_reads_only_the_new_chunks_texts_while_the_titles_stay(rag: Edge
     _same_walk(open_walk(rag.directory, rag.store), WalkGraph.from_store(rag.store))
 
 
+def test_a_damaged_stored_reading_is_derived_again(rag: EdgeRAG) -> None:
+    rag.insert_text("LiHua: Adam, the plumber comes at 5 PM on Friday.", source="chat-1")
+    root = rag.directory / walk_files.FOLDER
+    folder = root / (root / walk_files.CURRENT).read_text()
+    np.save(folder / "lex_tf.npy", np.zeros(3, dtype=np.uint8))  # no longer one count per posting
+    assert rag.insert_text("AdamSmith: Thanks Li Hua, I will be home by then.", source="chat-2").ok
+    _same_walk(open_walk(rag.directory, rag.store), WalkGraph.from_store(rag.store))
+
+
 def test_the_ablation_without_weights_derives_in_memory(rag: EdgeRAG) -> None:
     rag.insert_text("LiHua: Adam, the plumber comes at 5 PM on Friday.", source="chat-1")
     assert open_walk(rag.directory, rag.store, use_weights=False) is None

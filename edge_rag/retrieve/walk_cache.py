@@ -73,12 +73,20 @@ def earlier_reading(directory: Path, stamp: dict[str, Any] | None) -> ChunkReadi
         return None
     arrays = walk_files.load(directory, ["chunk_ids", *TERM_ARRAYS, "lex_tf", "title_links",
                                          *walk_files.table_names(["vocab"])])
-    if arrays is None:
+    if arrays is None or not _reading_holds(arrays):
         return None
     words = ChunkTerms(TableMapping(walk_files.table(arrays, "vocab")), arrays["lex_indptr"],
                        arrays["lex_positions"], arrays["lex_weights"], arrays["lex_idf"],
                        len(arrays["chunk_ids"]), arrays["lex_tf"])
     return ChunkReading(arrays["chunk_ids"], words, arrays["title_links"], str(stamp["titles"]))
+
+
+def _reading_holds(arrays: dict[str, np.ndarray]) -> bool:
+    # Stored arrays that do not fit together (a damaged file) are not reused: the walk is derived.
+    postings, links = len(arrays["lex_positions"]), arrays["title_links"]
+    return (len(arrays["lex_tf"]) == postings and len(arrays["lex_indptr"]) > 0
+            and int(arrays["lex_indptr"][-1]) == postings and links.ndim == 2 and links.shape[1] == 2
+            and (postings == 0 or int(arrays["lex_positions"].max()) < len(arrays["chunk_ids"])))
 
 
 def walk_arrays(walk: WalkGraph) -> dict[str, np.ndarray]:
