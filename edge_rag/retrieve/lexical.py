@@ -99,9 +99,14 @@ class TermCounts:
         terms = np.repeat(np.arange(len(earlier.indptr) - 1), np.diff(earlier.indptr))
         kept = keep[earlier.positions]
         order = np.argsort(earlier.positions[kept], kind="stable")  # chunk-major
-        counts = cls(dict(earlier.vocabulary.items()))
+        # Terms only removed chunks held leave the vocabulary (nothing of a deleted text stays).
+        number = np.full(len(earlier.indptr) - 1, -1, dtype=np.int64)
+        used = np.unique(terms[kept])
+        number[used] = np.arange(len(used))
+        counts = cls({t: int(number[n]) for t, n in earlier.vocabulary.items() if 0 <= n < len(number)
+                      and number[n] >= 0})
         distinct = np.bincount(earlier.positions, minlength=earlier.size)[keep]
-        counts._parts.append((terms[kept][order].astype(np.int64), earlier.tf[kept][order].astype(np.int64),
+        counts._parts.append((number[terms[kept][order]], earlier.tf[kept][order].astype(np.int64),
                               distinct.astype(np.int64)))
         return counts
 

@@ -84,7 +84,7 @@ def earlier_reading(directory: Path, stamp: dict[str, Any] | None) -> ChunkReadi
 def _reading_holds(arrays: dict[str, np.ndarray]) -> bool:
     # Stored arrays that do not fit together (a damaged file) are not reused: the walk is derived.
     postings, links = len(arrays["lex_positions"]), arrays["title_links"]
-    return (len(arrays["lex_tf"]) == postings and len(arrays["lex_indptr"]) > 0
+    return (len(arrays["lex_tf"]) == postings and len(arrays["lex_indptr"]) == len(arrays["vocab_values"]) + 1
             and int(arrays["lex_indptr"][-1]) == postings and links.ndim == 2 and links.shape[1] == 2
             and (postings == 0 or int(arrays["lex_positions"].max()) < len(arrays["chunk_ids"])))
 
