@@ -88,7 +88,7 @@ def same_numbers(a: EntityKey, b: EntityKey) -> bool:
 def hybrid_scores(keys: Sequence[EntityKey], lam: float) -> np.ndarray:
     """The matrix S of eq. 3 over a component (diagonal included)."""
     everything = np.arange(len(keys))
-    return _Scorer(keys, lam).scores(everything, everything, [k.key for k in keys], [k.key for k in keys])
+    return _Scorer(keys, lam).scores(everything, everything)
 
 
 def jaccard_matrix(sets: Sequence[frozenset[str]]) -> np.ndarray:
@@ -161,9 +161,8 @@ class _Scorer:
     def pairs(self, members: np.ndarray, threshold: float) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """(rows, cols, S) of the pairs i < j of ``members`` (ascending) with S ≥ threshold."""
         step, out = max(1, BLOCK_CELLS // len(members)), []
-        names = [self.names[i] for i in members]
         for start in range(0, len(members), step):
-            block = self.scores(members[start : start + step], members, names[start : start + step], names)
+            block = self.scores(members[start : start + step], members)
             rows, cols = np.nonzero(block >= threshold)
             keep = cols > rows + start
             rows, cols = rows[keep], cols[keep]
@@ -171,11 +170,10 @@ class _Scorer:
             out.append((left, right, block[rows, cols]))
         return out
 
-    def scores(self, left: np.ndarray, right: np.ndarray, left_names: list[str],
-               right_names: list[str]) -> np.ndarray:
-        """S of every key of ``left`` with every key of ``right`` (positions and their names)."""
-        edit = process.cdist(left_names, right_names, scorer=Levenshtein.normalized_similarity,
-                             dtype=np.float32)
+    def scores(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """S of every key of ``left`` with every key of ``right`` (positions in the component)."""
+        edit = process.cdist([self.names[i] for i in left], [self.names[i] for i in right],
+                             scorer=Levenshtein.normalized_similarity, dtype=np.float32)
         edit *= self.lam
         edit += (1.0 - self.lam) * _jaccard(self.member, self.sizes, left, right)
         return edit

@@ -49,7 +49,7 @@ from .aggregate import GENERIC_TYPES, AggregationParams, aggregate, components, 
 from .candidates import Candidates
 from .extract import Extractor
 from .mentions import Extraction, chunk_hash, embedding_text
-from .summary import MergedKey, RunningSummary, summarise
+from .summary import MergedKey, RunningSummary, most_frequent, summarise
 
 KEYWORD_CHARS = 120
 RELATION_TEXT_CHARS = 240
@@ -524,7 +524,7 @@ def _head(group: list[str], infos: dict[str, MergedKey]) -> tuple[str, str]:
     for m in members:  # each key's type counts as often as the key is mentioned
         if m.type not in GENERIC_TYPES:
             kinds[m.type] += m.mentions
-    type_ = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else head.type
+    type_ = most_frequent(kinds) if kinds else head.type
     # Schema 4 stores no node description: ``GraphTables.nodes`` derives it from the mentions.
     return head.name, type_
 

@@ -68,9 +68,9 @@ def summarise(key: str, rows: Sequence[MentionRow]) -> MergedKey:
     types: Counter[str] = Counter()
     for r in rows:
         types[r.type] += r.times if r.type not in GENERIC_TYPES else 0
-    type_ = _most(types) if +types else rows[0].type
+    type_ = most_frequent(types) if +types else rows[0].type
     description = join_texts((r.description for r in rows for _ in range(r.times)), DESCRIPTION_CHARS)
-    return MergedKey(key, _most(names), type_, description, sum(r.times for r in rows))
+    return MergedKey(key, most_frequent(names), type_, description, sum(r.times for r in rows))
 
 
 @dataclass
@@ -110,9 +110,9 @@ class RunningSummary:
         for (name, type_), n in self.pairs.items():
             names[name] += n
             types[type_] += n if type_ not in GENERIC_TYPES else 0
-        type_ = _most(types) if +types else min(self.pairs)[1]
+        type_ = most_frequent(types) if +types else min(self.pairs)[1]
         description = join_texts((text for _, text in self.sample), DESCRIPTION_CHARS)
-        return MergedKey(key, _most(names), type_, description, self.count, self.dumps())
+        return MergedKey(key, most_frequent(names), type_, description, self.count, self.dumps())
 
     def dumps(self) -> str:
         """The stored form (JSON)."""
@@ -132,7 +132,8 @@ class RunningSummary:
         return cls(pairs, sample) if pairs else None
 
 
-def _most(counts: Counter[str]) -> str:
+def most_frequent(counts: Counter[str]) -> str:
+    """The most counted string, the alphabetically first among equals."""
     return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 

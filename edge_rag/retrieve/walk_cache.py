@@ -75,9 +75,7 @@ def earlier_reading(directory: Path, stamp: dict[str, Any] | None) -> ChunkReadi
                                          *walk_files.table_names(["vocab"])])
     if arrays is None or not _reading_holds(arrays):
         return None
-    words = ChunkTerms(TableMapping(walk_files.table(arrays, "vocab")), arrays["lex_indptr"],
-                       arrays["lex_positions"], arrays["lex_weights"], arrays["lex_idf"],
-                       len(arrays["chunk_ids"]), arrays["lex_tf"])
+    words = _stored_terms(arrays, arrays["lex_tf"])
     return ChunkReading(arrays["chunk_ids"], words, arrays["title_links"], str(stamp["titles"]))
 
 
@@ -166,12 +164,16 @@ def open_walk(directory: Path, store: IndexStore, use_weights: bool = True) -> W
         return None
     titles = walk_files.load(directory, walk_files.table_names(["titles", "heads"]))
     counts = np.diff(arrays["indptr"])
-    lexical = ChunkTerms(TableMapping(walk_files.table(arrays, "vocab")), arrays["lex_indptr"],
-                         arrays["lex_positions"], arrays["lex_weights"], arrays["lex_idf"],
-                         len(arrays["chunk_ids"]))
     return WalkGraph(arrays["entity_ids"], arrays["chunk_ids"], arrays["indptr"], arrays["indices"],
                      arrays["data"], np.maximum(counts, 1).astype(np.float64), counts == 0,
-                     arrays["entity_chunks"], _titles(titles), lexical)
+                     arrays["entity_chunks"], _titles(titles), _stored_terms(arrays))
+
+
+def _stored_terms(arrays: dict[str, np.ndarray], tf: np.ndarray | None = None) -> ChunkTerms:
+    """The BM25 index held in the stored arrays (``TERM_ARRAYS`` and the vocabulary table)."""
+    return ChunkTerms(TableMapping(walk_files.table(arrays, "vocab")), arrays["lex_indptr"],
+                      arrays["lex_positions"], arrays["lex_weights"], arrays["lex_idf"],
+                      len(arrays["chunk_ids"]), tf)
 
 
 class TableMapping(Mapping[str, int]):

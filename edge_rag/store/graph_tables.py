@@ -302,16 +302,12 @@ class GraphTables:
     def link_chunks(self, entity_id: int, keys: Sequence[str], chunks: Sequence[int] | None = None) -> None:
         """Link a node to every chunk that mentions one of its keys (links held stay), or to
         those of ``chunks`` that do (the new ones, when the others are linked already)."""
-        if chunks is None:
+        for part in [None] if chunks is None else parts(list(chunks)):
+            among = "" if part is None else f"chunk_id IN ({marks(part)}) AND "
             self.conn.execute(
                 "INSERT OR IGNORE INTO chunk_entities(chunk_id, entity_id) SELECT DISTINCT chunk_id, ? "
-                f"FROM entity_mentions WHERE key IN ({marks(keys)})", [entity_id, *keys])
-            return
-        for part in parts(list(chunks)):
-            self.conn.execute(
-                "INSERT OR IGNORE INTO chunk_entities(chunk_id, entity_id) SELECT DISTINCT chunk_id, ? "
-                f"FROM entity_mentions WHERE chunk_id IN ({marks(part)}) AND key IN ({marks(keys)})",
-                [entity_id, *part, *keys])
+                f"FROM entity_mentions WHERE {among}key IN ({marks(keys)})",
+                [entity_id, *(part or []), *keys])
 
     def relation_mentions(self, keys: Iterable[str]) -> list[RelationMentionRow]:
         """Every relation mention with an endpoint among the keys.
