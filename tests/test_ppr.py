@@ -277,3 +277,22 @@ def test_full_dates_become_the_graphs_date_names() -> None:
     assert iso_dates("After September 19, 2026 or 2026-04-05?") == ["2026-04-05", "2026-09-19"]
     assert iso_dates("In 2026, call 1234567890 or 20261399.") == []
     assert "2026-04-05" in query_terms("What song does Li Hua suggest on 20260405?")[0]
+
+
+def test_packed_graph_reads_equal_row_reads_across_gaps(rag: EdgeRAG) -> None:
+    """The walk's arrays are read a span of ids at a time as joined text: with spans of 3 ids and
+    a deleted document's gap, every column equals a plain row-by-row read, in the same order."""
+    for n, text in enumerate(["AnaLee met BoKim at HarborCafe.", "CyDo paints boats with AnaLee.",
+                              "EvaRo and BoKim bake bread at MapleHall.", "FinUr sails with CyDo."]):
+        rag.insert_text(f"Time: 2026010{n + 1}_10:00\n{text}", source=f"s{n}")
+    rag.delete(rag.store.documents()[1].id)
+    tables, conn = rag.store.walk, rag.store.conn
+    links = tables._packed("chunk_entities", "entity_id", ("chunk_id", "entity_id"), (np.int64,) * 2, span=3)
+    columns = ("source_id", "coalesce(weight, score)", "kind = 'similar'")
+    relations = tables._packed("relations", "id", columns, (np.int64, np.float32, bool), span=3)
+    rows = conn.execute("SELECT chunk_id, entity_id FROM chunk_entities").fetchall()
+    assert len(rows) > 3 and [tuple(map(int, r)) for r in zip(*links)] == rows
+    rows = conn.execute(f"SELECT {', '.join(columns)} FROM relations").fetchall()
+    assert len(rows) > 3 and [int(r[0]) for r in rows] == relations[0].tolist()
+    assert np.array_equal(np.array([r[1] for r in rows], dtype=np.float32), relations[1])
+    assert [bool(r[2]) for r in rows] == relations[2].tolist()
