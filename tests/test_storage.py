@@ -217,3 +217,31 @@ def test_exact_search_of_many_queries_in_slices_equals_one_call(monkeypatch: pyt
     sliced = exact.search(rows[:25], 5)
     assert sliced[0].shape == (25, 5) and (sliced[0] == whole[0]).all()
     assert np.allclose(sliced[1], whole[1]) and (whole[0][:, 0] == np.arange(25) + 7).all()
+
+
+def test_deferred_rows_equal_rows_read_at_open(rag: EdgeRAG) -> None:
+    """An exact kind opens with its keys and reads its rows at the first search. Rows SQLite
+    gained since (added here too) come once, removed ones not at all: the same matrix an open
+    after the writes reads; counting needs no rows."""
+    from edge_rag.store.vectors import ExactVectors
+
+    for n in range(4):
+        rag.insert_text(f"Note {n}: the {['red', 'blue', 'green', 'grey'][n]} boat is moored at pier {n}.",
+                        source=f"n{n}")
+    store, dim, dtype = rag.store, rag.embedder.dim, rag.settings.vector_dtype
+    deferred = ExactVectors.deferred(store, "chunk", dim, dtype)
+    assert deferred._reader is not None and len(deferred) == 4
+    rag.insert_text("Note 4: the white boat left at dawn.", source="n4")
+    added = ExactVectors.load(store, "chunk", dim, dtype)
+    new = np.setdiff1d(added.keys, deferred._keys)
+    deferred.add(new, added.rows[np.isin(added.keys, new)])
+    gone = int(added.keys[0])
+    deferred.remove(np.array([gone], dtype=np.uint64))
+    assert len(deferred) == 4 and deferred._reader is not None  # counted without the rows
+    keep = added.keys != gone
+    assert sorted(deferred.keys.tolist()) == sorted(added.keys[keep].tolist())
+    order = np.argsort(deferred.keys)
+    assert np.array_equal(deferred.rows[order], added.rows[keep][np.argsort(added.keys[keep])])
+    query = added.rows[1].astype(np.float32)
+    assert deferred.search(query, 5)[0].tolist() == ExactVectors(dim, added.keys[keep], added.rows[keep]
+                                                                 ).search(query, 5)[0].tolist()

@@ -418,6 +418,11 @@ class IndexStore:
         while rows := cursor.fetchmany(batch):
             yield np.array([r[0] for r in rows], dtype=np.uint64), code_rows(r[1] for r in rows)
 
+    def vector_ids(self, kind: str) -> np.ndarray:
+        """The ids of every stored vector of a kind, in table order."""
+        rows = self.conn.execute(f"SELECT id FROM {VECTOR_TABLES[kind]} WHERE vector IS NOT NULL")
+        return np.fromiter((r[0] for r in rows), dtype=np.uint64)
+
     def vectors_by_id(self, kind: str, ids: Sequence[int]) -> Iterator[tuple[list[int], np.ndarray]]:
         """(ids, unit vectors) of the rows of a kind among ``ids`` that have a vector, in batches."""
         table = VECTOR_TABLES[kind]
