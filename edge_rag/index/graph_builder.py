@@ -39,9 +39,10 @@ from ..store.graph_tables import (
     RELATION_DESCRIPTION_CHARS,
     KeyRow,
     NewRelation,
+    PairMentions,
     RelationMentionRow,
     embedded,
-    join_texts,
+    join_counts,
 )
 from ..store.schema import TEXT_SHA_DIGITS
 from ..store.vectors import CANDIDATES_FILE
@@ -402,7 +403,8 @@ class GraphBuilder:
             owned = set(nodes[start : start + STRUCTURAL_SLICE])
             by_pair = self._pairs_owned(owned, keys_of, node_of)
             names = self.tables.entity_names({n for pair in by_pair for n in pair})
-            relations.extend(_structural(pair, rows, names) for pair, rows in by_pair.items())
+            relations.extend(_structural(pair, PairMentions.of(rows), names)
+                             for pair, rows in by_pair.items())
         # Inserted in pair order, as one pass over the whole region would: relation ids (and so
         # the batches relation vectors are embedded in) do not depend on the slicing.
         relations.sort(key=lambda r: (r.source_id, r.target_id))
@@ -419,7 +421,7 @@ class GraphBuilder:
         by_pair = {pair: self.tables.mentions_between(keys_of[pair[0]], keys_of[pair[1]], chunks)
                    for pair in sorted(stale)}
         names = self.tables.entity_names({n for pair in by_pair for n in pair})
-        self._insert_relations([_structural(pair, rows, names) for pair, rows in by_pair.items() if rows],
+        self._insert_relations([_structural(pair, found, names) for pair, found in by_pair.items() if found],
                                reusable)
 
     def _pairs_owned(self, owned: set[int], keys_of: dict[int, list[str]],
@@ -489,16 +491,16 @@ def relation_text(source: str, target: str, keywords: str, description: str) -> 
     return f"{first} — {second}: {keywords}. {description}"[:RELATION_TEXT_CHARS]
 
 
-def _structural(pair: tuple[int, int], rows: list[RelationMentionRow], names: dict[int, str]) -> NewRelation:
+def _structural(pair: tuple[int, int], mentions: PairMentions, names: dict[int, str]) -> NewRelation:
     """One structural relation per node pair, from all of its mentions."""
-    keywords = join_texts((r.keywords for r in rows), KEYWORD_CHARS, ", ")
+    keywords = join_counts(mentions.keywords, KEYWORD_CHARS, ", ")
     description, sha = "", None
     if embedded(keywords):  # the others are kept without a vector (see graph_tables)
-        description = join_texts((r.description for r in rows), RELATION_DESCRIPTION_CHARS)
+        description = join_counts(mentions.descriptions(), RELATION_DESCRIPTION_CHARS)
         sha = _sha(relation_text(names[pair[0]], names[pair[1]], keywords, description))
     return NewRelation("structural", pair[0], pair[1], keywords, description,
-                       weight=round(weight([r.strength for r in rows]), 6), text_sha=sha,
-                       chunk_ids=tuple(sorted({r.chunk_id for r in rows})))
+                       weight=round(weight(mentions.strengths), 6), text_sha=sha,
+                       chunk_ids=tuple(mentions.chunk_ids))
 
 
 def _keys_of(node_of: dict[str, int], nodes: set[int]) -> dict[int, list[str]]:

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..lexicon import STOPWORDS
-from ..store.graph_tables import MentionRow, join_texts
+from ..store.graph_tables import MentionRow, join_counts, join_texts
 from .aggregate import GENERIC_TYPES, EntityKey
 
 BUSY = 64  # mentions above which a name keeps a running summary
@@ -69,7 +69,10 @@ def summarise(key: str, rows: Sequence[MentionRow]) -> MergedKey:
     for r in rows:
         types[r.type] += r.times if r.type not in GENERIC_TYPES else 0
     type_ = most_frequent(types) if +types else rows[0].type
-    description = join_texts((r.description for r in rows for _ in range(r.times)), DESCRIPTION_CHARS)
+    texts: Counter[str] = Counter()
+    for r in rows:
+        texts[r.description] += r.times
+    description = join_counts(texts, DESCRIPTION_CHARS)
     return MergedKey(key, most_frequent(names), type_, description, sum(r.times for r in rows))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -36,6 +36,27 @@ class RelationMentionRow(NamedTuple):
     keywords: str
     description: str
     strength: float
+
+
+@dataclass(frozen=True)
+class PairMentions:
+    """What a node pair's structural relation is derived from: its relation mentions' keyword
+    counts, strengths (in mention order) and distinct chunk ids, and the counts of their
+    descriptions, read when called (a description is a span of its chunk's text)."""
+
+    keywords: Counter[str]
+    strengths: list[float]
+    chunk_ids: list[int]
+    descriptions: Callable[[], Counter[str]]
+
+    @classmethod
+    def of(cls, rows: list[RelationMentionRow]) -> PairMentions:
+        """The pair's mentions held as rows."""
+        return cls(Counter(r.keywords for r in rows), [r.strength for r in rows],
+                   sorted({r.chunk_id for r in rows}), lambda: Counter(r.description for r in rows))
+
+    def __bool__(self) -> bool:
+        return bool(self.strengths)
 
 
 @dataclass(frozen=True)
@@ -330,23 +351,38 @@ class GraphTables:
         return KeyChunks(self.conn)
 
     def mentions_between(self, keys: Sequence[str], others: Sequence[str],
-                         chunks: KeyChunks | None = None) -> list[RelationMentionRow]:
-        """Every relation mention joining a key of ``keys`` to one of ``others``, in the order
+                         chunks: KeyChunks | None = None) -> PairMentions:
+        """The relation mentions joining a key of ``keys`` to one of ``others``, in the order
         ``relation_mentions`` gives: read by primary key in the chunks that mention both keys
-        (``chunks`` keeps each key's chunk ids for the next pair that has it)."""
+        (``chunks`` keeps each key's chunk ids for the next pair that has it), their
+        descriptions (a span of each mention's chunk text) only when asked for."""
         chunks = chunks or KeyChunks(self.conn)
-        columns = f"chunk_id, source_key, target_key, keywords, {MENTION_DESCRIPTION}, strength"
-        out: list[RelationMentionRow] = []
+        found: list[tuple[int, str, str, str, float]] = []
+        among: list[tuple[list[int], str, str]] = []
         for a in keys:
             for b in others:
                 first, second = min(a, b), max(a, b)
                 both = np.intersect1d(chunks.of(first), chunks.of(second), assume_unique=True).tolist()
                 for part in parts(both):
                     rows = self.conn.execute(
-                        f"SELECT {columns} FROM relation_mentions m WHERE m.chunk_id IN ({marks(part)}) "
-                        "AND m.source_key = ? AND m.target_key = ?", (*part, first, second))
-                    out.extend(RelationMentionRow(*row) for row in rows)
-        return sorted(out, key=lambda r: (r.chunk_id, r.source_key, r.target_key))
+                        "SELECT chunk_id, source_key, target_key, keywords, strength FROM relation_mentions "
+                        f"WHERE chunk_id IN ({marks(part)}) AND source_key = ? AND target_key = ?",
+                        (*part, first, second)).fetchall()
+                    found.extend(rows)
+                    among.extend([(part, first, second)] if rows else [])
+        found.sort(key=lambda r: r[:3])
+        return PairMentions(Counter(r[3] for r in found), [r[4] for r in found],
+                            sorted({r[0] for r in found}), lambda: self._descriptions(among))
+
+    def _descriptions(self, among: list[tuple[list[int], str, str]]) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for part, first, second in among:
+            rows = self.conn.execute(
+                f"SELECT {MENTION_DESCRIPTION}, count(*) FROM relation_mentions m WHERE m.chunk_id IN "
+                f"({marks(part)}) AND m.source_key = ? AND m.target_key = ? GROUP BY 1",
+                (*part, first, second))
+            counts.update(dict(rows.fetchall()))
+        return counts
 
     def entity_of_keys(self, keys: Iterable[str]) -> dict[str, int]:
         """The node id each key belongs to."""
@@ -471,8 +507,8 @@ class GraphTables:
                 "JOIN entity_keys k ON k.key = m.key WHERE k.entity_id IS NOT NULL GROUP BY 1, 2"):
             derived.setdefault(entity_id, Counter())[text] += count
         rows = self.conn.execute("SELECT id, name, type, description FROM entities")
-        return [NodeRow(i, name, type_, stored or join_texts(derived.get(i, Counter()).elements(),
-                                                             NODE_DESCRIPTION_CHARS))
+        return [NodeRow(i, name, type_,
+                        stored or join_counts(derived.get(i, Counter()), NODE_DESCRIPTION_CHARS))
                 for i, name, type_, stored in rows]
 
     def all_relations(self) -> list[RelationRow]:
@@ -548,9 +584,13 @@ class KeyChunks:
 
 def join_texts(texts: Iterable[str], limit: int, separator: str = "; ") -> str:
     """Distinct non-empty texts, most frequent first (ties alphabetical), within a length limit."""
-    counts = Counter(t for t in texts if t)
+    return join_counts(Counter(texts), limit, separator)
+
+
+def join_counts(counts: Counter[str], limit: int, separator: str = "; ") -> str:
+    """``join_texts`` of texts already counted."""
     out = ""
-    for text, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+    for text, _ in sorted(((t, n) for t, n in counts.items() if t), key=lambda kv: (-kv[1], kv[0])):
         candidate = f"{out}{separator}{text}" if out else text
         if len(candidate) > limit:
             break
