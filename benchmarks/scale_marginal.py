@@ -11,10 +11,13 @@ size alone. Each copy first takes ``BATCH`` conversations of another world, unti
 this code leaves it after writes (what a write keeps for the next one, such as candidate sets and
 busy names' running summaries, is there, as it is in an index this code built).
 ``--compare PATH`` does the same with the code checked out at PATH (an earlier commit's
-worktree): old and new side by side in one run.
+worktree): old and new side by side in one run. ``--repeat N`` times the two steps N times into
+fresh copies of each primed index, each round going through every size and code in turn, and
+reports the median CPU time of each step (this machine's speed drifts by a third within minutes:
+one run each compared conditions more than codes).
 
     python -m benchmarks.scale_marginal                          # sizes 1,3,10,30
-    python -m benchmarks.scale_marginal --sizes 1,30 --compare ../wt-old
+    python -m benchmarks.scale_marginal --sizes 1,30 --compare ../wt-old --repeat 3
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -42,6 +46,7 @@ from benchmarks.scale_corpus import generated_world, text_bytes  # noqa: E402
 WORLD = 10_000  # the 30× corpus holds worlds 0-39; the primer is the next world's
 BATCH = 110  # conversations: about 160 KB, a quarter of a generated year
 STEPS = {"primer": slice(0, BATCH), "one": slice(1, 2), "batch": slice(2, 2 + BATCH)}  # of the chats
+TIMED = ("one", "batch")
 WORK = INDEXES / "scale-marginal"
 
 
@@ -58,10 +63,21 @@ def main(argv: list[str] | None = None) -> int:
         print("no scale index built yet: python -m benchmarks.scale --build")
         return 1
     codes = {"now": ROOT, **({"before": Path(args.compare).resolve()} if args.compare else {})}
-    rows = [{"times": n, **{name: insert_into(n, code) for name, code in codes.items()}} for n in sizes]
+    primed = {(n, name): prime(n, code, name) for n in sizes for name, code in codes.items()}
+    primers = {key: primed_step(index) for key, index in primed.items()}
+    runs: dict[tuple[int, str], list[dict[str, Any]]] = {key: [] for key in primed}
+    try:
+        for _ in range(args.repeat):
+            for (n, name), index in primed.items():
+                runs[(n, name)].append(timed_steps(index, codes[name]))
+    finally:
+        for index in primed.values():
+            shutil.rmtree(index, ignore_errors=True)
+    rows: list[dict[str, Any]] = [{"times": n, **{name: summary(primers[(n, name)], runs[(n, name)])
+                                                  for name in codes}} for n in sizes]
     for row in rows:
         for name in codes:
-            for step in ("one", "batch"):
+            for step in TIMED:
                 smallest = rows[0][name][step]["kb_per_cpu_s"]
                 row[name][step]["vs_smallest"] = round(row[name][step]["kb_per_cpu_s"] / smallest, 3)
     result = {"command": "python -m benchmarks.scale_marginal " + " ".join(argv or sys.argv[1:]),
@@ -78,19 +94,45 @@ def step_docs(step: str) -> list[Any]:
     return generated_world(WORLD + (step == "primer"))[STEPS[step]]
 
 
-def insert_into(times: int, code: Path) -> dict[str, Any]:
-    """Every step into a fresh copy of a size's index by ``code``, each in its own process."""
+def prime(times: int, code: Path, name: str) -> Path:
+    """A copy of a size's index that has taken the primer step from ``code`` (its record kept
+    beside it as ``primer.json``)."""
+    index = WORK.with_name(f"{WORK.name}-{times}x-{name}")
+    shutil.rmtree(index, ignore_errors=True)
+    shutil.copytree(index_of(times), index, ignore=shutil.ignore_patterns("*.lock", "*-wal", "*-shm"))
+    (index / "primer.json").write_text(json.dumps(_probe_process(code, "primer", index)))
+    return index
+
+
+def primed_step(index: Path) -> dict[str, Any]:
+    """The primer step's record of a primed copy."""
+    return dict(json.loads((index / "primer.json").read_text()))
+
+
+def timed_steps(primed: Path, code: Path) -> dict[str, Any]:
+    """The timed steps, in order, into a fresh copy of a primed index by ``code``."""
     shutil.rmtree(WORK, ignore_errors=True)
-    shutil.copytree(index_of(times), WORK, ignore=shutil.ignore_patterns("*.lock", "*-wal", "*-shm"))
+    shutil.copytree(primed, WORK, ignore=shutil.ignore_patterns("*.lock", "*-wal", "*-shm"))
     try:
-        return {step: _probe_process(code, step) for step in STEPS}
+        return {step: _probe_process(code, step, WORK) for step in TIMED}
     finally:
         shutil.rmtree(WORK, ignore_errors=True)
 
 
-def _probe_process(code: Path, step: str) -> dict[str, Any]:
+def summary(primer: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each timed step's run of median CPU time (with every run's CPU seconds), and the primer's."""
+    out: dict[str, Any] = {"primer": primer}
+    for step in TIMED:
+        ordered = sorted((r[step] for r in runs), key=lambda r: r["cpu_seconds"])
+        middle = ordered[(len(ordered) - 1) // 2]
+        out[step] = {**middle, "cpu_seconds_runs": [r[step]["cpu_seconds"] for r in runs],
+                     "cpu_seconds_median": statistics.median(r[step]["cpu_seconds"] for r in runs)}
+    return out
+
+
+def _probe_process(code: Path, step: str, index: Path) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(code), "EDGE_RAG_CODE": str(code)}
-    command = [sys.executable, str(Path(__file__).resolve()), "--probe", str(WORK), "--step", step]
+    command = [sys.executable, str(Path(__file__).resolve()), "--probe", str(index), "--step", step]
     out = subprocess.run(command, capture_output=True, text=True, cwd=code, env=env, check=True)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -139,6 +181,8 @@ def _parser() -> argparse.ArgumentParser:
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1,3,10,30", help="sizes whose scale index exists (e.g. 1,30)")
     parser.add_argument("--compare", default="", help="also insert with the code checked out at this path")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds of the timed steps (the run of median CPU time is reported)")
     parser.add_argument("--name", default="marginal_build", help="results file name")
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)
     parser.add_argument("--step", default="batch", choices=list(STEPS), help=argparse.SUPPRESS)
