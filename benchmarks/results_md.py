@@ -675,6 +675,22 @@ def _marginal_one(result: Result) -> str:
     return "\n\n".join([head, table(headers, rows), _when(result)])
 
 
+def density(results: list[Result]) -> str:
+    """One table per run: bytes per KB of each family alone, then each size against its mix."""
+    return _each(_density_one, results)
+
+
+def _density_one(result: Result) -> str:
+    data = result.data
+    headers = ["index", "text KB", "index bytes per KB", "predicted by the size's mix", "actual / predicted"]
+    rows = [[f"{name} alone", _f(f["text_bytes"] / 1000, 0), _f(f["index_bytes_per_kb"], 0), "", ""]
+            for name, f in data["families"].items()]
+    rows += [[f"{s['times']}×", _f(sum(s["text_bytes_by_family"].values()) / 1000, 0),
+              _f(s["index_bytes_per_kb"], 0), _f(s["predicted_by_mix"], 0), _f(s["vs_mix"], 3)]
+             for s in data["sizes"]]
+    return "\n\n".join([table(headers, rows), _when(result)])
+
+
 # -- any other shape -----------------------------------------------------------------------
 
 def generic(result: Result) -> str:
@@ -1157,6 +1173,12 @@ arrays read from SQLite after every write (1.3 s at 30×), every mention of the 
 touches (2 s), the unchanged names of the batch's components (2.5 s) and the exact vector matrices
 loaded when the index opens (0.6 s). The index grows by 15,018 bytes per KB of the batch at 1× and
 18,889 at 30×: pages split in B-trees the build left packed."""),
+    Section("Index bytes by kind of text", ("index_density*.json",), """\
+`python -m benchmarks.scale_density`: each source family of the scale corpora alone, its first
+documents up to LiHua-World's size, built into a fresh index; each built scale size's bytes per
+KB (every file of its folder) against what its mix of families predicts from those figures. The
+scale sizes' own bytes per KB move with their mix: encyclopaedic passages and generated chats
+make more names and relations per KB than LiHua-World's chats.""", density, """DENSITY_READING"""),
     Section("Prompt injection", ("injection*.json",), """\
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each

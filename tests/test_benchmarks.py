@@ -19,7 +19,7 @@ SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_
            "planner_eval", "suite", "memory", "peers", "code_speed", "answer_stage", "abstention",
            "slm_options", "gqa_node", "auto_latency", "decode_context", "formats", "folder_titles",
            "serve", "encryption", "injection", "behaviour", "board_slm", "export_memory",
-           "scale", "scale_build", "scale_marginal", "answer_rules"]
+           "scale", "scale_build", "scale_marginal", "scale_density", "answer_rules"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -142,3 +142,15 @@ def test_slm_speed_without_llama_cpp_names_the_extra_that_builds_it(monkeypatch,
                         lambda name, *a: None if name == "llama_cpp" else found(name, *a))
     assert slm_speed.main(["--models", "qwen2.5-coder-0.5b", "--variants", "q4", "llama.cpp"]) == 2
     assert "pip install 'edge-rag[llama]'" in capsys.readouterr().err
+
+
+def test_a_density_family_is_its_first_documents_up_to_lihuas_size() -> None:
+    from benchmarks.scale_corpus import documents, text_bytes
+    from benchmarks.scale_density import family_documents
+
+    target = text_bytes(documents(1))
+    chats = family_documents("scale")
+    assert chats[0].source == "scale/world0/0000.txt" and target <= text_bytes(chats) < target + 10_000
+    assert text_bytes(family_documents("LiHuaWorld.zip")) == target
+    passages = family_documents("multihop")  # smaller than LiHua-World: all of it, nothing else
+    assert passages and all(d.source.startswith("multihop/") for d in passages)
