@@ -1155,30 +1155,42 @@ writes of this code leave it: candidate sets, busy names' running summaries and 
 files in place), then one conversation (a synced file) and a batch of 110, timed. Unlike the scale
 build's stages, every size gets the same text, so the ratio to the smallest size is the slow-down
 due to the index's size alone. `--compare` runs the same with another checkout, side by side.""", marginal,
-            """Measured on 6 December 2026 beside `029f2a9` (`python -m benchmarks.scale_marginal --sizes
-1,10,30 --compare <worktree of 029f2a9>`) on one core, with an answer benchmark and tests on the
-other. Five changes since `029f2a9`, each exact except the first: a name of more than 64 mentions
-keeps a running summary and an insert reads only its new mentions (`index/summary.py`); the walk
-files keep each chunk's term counts and title links, so a write that adds no title reads only the
-new chunks' texts; a changed pair's relation mentions are read by primary key in the chunks both
-keys share, each key's chunk ids read once per batch; aggregation scores pairs only within groups
-of keys sharing a label (a 5,625-key component of dates: 1.83 s to 0.08 s, the same pairs and
-scores); a kept node is linked only to the new chunks. One conversation into the 30× index: 16.7 →
-5.1 CPU s. The 110-conversation batch: 47.0 → 37.3 CPU s at 30×, 44.2 → 40.1 at 10×. The ratio to
-1× is as noisy as the 1× figure: in this run both codes took 37 s at 1× (0.998× and 0.797×), while
-alternating runs of the batch on a quiet machine, from the same primed copies, gave 22.5 and 25.6
-CPU s at 1× against 32.1 and 29.9 at 30× (0.78×). Embedding is the same work at every size (1,250
-texts, 299,330 characters); what still grows with the index is the main thread's: the walk's graph
-arrays read from SQLite after every write (1.3 s at 30×), every mention of the busy pairs a batch
-touches (2 s), the unchanged names of the batch's components (2.5 s) and the exact vector matrices
-loaded when the index opens (0.6 s). The index grows by 15,018 bytes per KB of the batch at 1× and
-18,889 at 30×: pages split in B-trees the build left packed."""),
+            """Measured late on 6 December 2026 beside `a26694a` (`python -m benchmarks.scale_marginal
+--sizes 1,10,30 --repeat 3 --compare <worktree of a26694a>`): each code primed its own copy of
+each size once, then three rounds went through every size and code in turn, and the table gives
+the run of median CPU time. This machine ran about 1.5× slower than the evening before (the 1×
+batch took 35.6 to 44.6 CPU s across rounds with either code, against 22.5 to 25.6 then), so
+only same-round comparisons mean much. Three exact changes since `a26694a`: the walk's graph
+arrays are read as one comma-joined string per column and span of ids (1.4 → 0.7 s at 30×, the
+same arrays on four indexes), an exact vector kind opens with its keys and reads its rows at the
+first search (an insert never searches chunks or relations: 0.7-1.0 → 0.2 s), and a changed
+pair's relation mentions are read without their descriptions unless the relation embeds them
+(the graph after the 30× batch hashes identical). Measured on the main thread alone
+(`time.thread_time`, two alternating runs each at 30×), a batch took 13.6 and 13.1 s before and
+11.8 and 13.0 s now, of 41-45 s of the whole process: the rest is embedding, the same work at
+every size. At 1× the main thread takes 3.2 s; what still grows is the refresh (7.4 s at 30×
+against 1.3: every mention of the busy pairs a batch touches, 2.2 s, read by primary key; their
+relations and chunk links dropped and inserted again, 1.7 s; the region's candidate search,
+1.2 s; unchanged names' mentions, 0.8 s) and the walk files written after every write (3.5 s
+against 0.2). The batch at 30× runs at 0.807× of 1× now and 0.788× before in this run; one
+conversation into the 30× index takes 7.8 CPU s against 8.0 (every round lower by 0.2-0.9 s).
+The batch's peak RSS at 30× is 571 MiB against 686 (10×: 349 against 388): the chunk and relation
+matrices an insert never searches are no longer read.
+The index grows by 15,018 bytes per KB of the batch at 1× and 18,889 at 30× with either code:
+pages split in B-trees the build left packed."""),
     Section("Index bytes by kind of text", ("index_density*.json",), """\
 `python -m benchmarks.scale_density`: each source family of the scale corpora alone, its first
 documents up to LiHua-World's size, built into a fresh index; each built scale size's bytes per
 KB (every file of its folder) against what its mix of families predicts from those figures. The
 scale sizes' own bytes per KB move with their mix: encyclopaedic passages and generated chats
-make more names and relations per KB than LiHua-World's chats.""", density, """DENSITY_READING"""),
+make more names and relations per KB than LiHua-World's chats.""", density, """Measured on 6 December 2026 (`python -m benchmarks.scale_density`). Alone, a KB of
+LiHua-World's chats makes 10,312 index bytes, a KB of the generated chats 13,345 (they name a
+person, a place or a time in nearly every line: 33 name mentions per KB against LiHua-World's
+17) and a KB of encyclopaedic passages 23,000-26,000. Every built size takes 0.91-0.97 of the
+bytes per KB its mix predicts: 30× holds 13,516 bytes per KB where its mix predicts 14,650. The
+1× folder (9,997) and a fresh build of the same text (10,312) differ by 3 %: the 1× folder was
+built by earlier code and its walk files written since. So the scale sizes' bytes per KB rise
+above 1× with what the text is, not with how large the index is."""),
     Section("Prompt injection", ("injection*.json",), """\
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each
