@@ -1,10 +1,11 @@
 """Vector search over SQLite's codes: exact in memory for small kinds, an HNSW file for large ones.
 
 SQLite's 4-bit codes are the one durable copy of every vector. A kind (chunks, entity names,
-relations) with fewer than ``vector_file_min`` vectors is searched exactly: its codes are read
-from SQLite into one matrix when the index is opened and compared with USearch's brute-force
-kernel, and no vector file exists. A larger kind also keeps a ``.usearch`` HNSW file, a cache
-of the same codes that is verified at open and rebuilt from SQLite when stale.
+relations) with fewer than ``vector_file_min`` vectors is searched exactly: its keys are read
+when the index is opened, its codes from SQLite into one matrix at the first search, compared
+with USearch's brute-force kernel, and no vector file exists. A larger kind also keeps a
+``.usearch`` HNSW file, a cache of the same codes that is verified at open and rebuilt from
+SQLite when stale.
 
 Interpretation: the paper retrieves by vector similarity without naming an index structure.
 Exact search returns the true nearest neighbours (HNSW approximates them), and at edge sizes
