@@ -1183,7 +1183,8 @@ pages split in B-trees the build left packed."""),
 documents up to LiHua-World's size, built into a fresh index; each built scale size's bytes per
 KB (every file of its folder) against what its mix of families predicts from those figures. The
 scale sizes' own bytes per KB move with their mix: encyclopaedic passages and generated chats
-make more names and relations per KB than LiHua-World's chats.""", density, """Measured on 6 December 2026 (`python -m benchmarks.scale_density`). Alone, a KB of
+make more names and relations per KB than LiHua-World's chats.""", density,
+            """Measured on 6 December 2026 (`python -m benchmarks.scale_density`). Alone, a KB of
 LiHua-World's chats makes 10,312 index bytes, a KB of the generated chats 13,345 (they name a
 person, a place or a time in nearly every line: 33 name mentions per KB against LiHua-World's
 17) and a KB of encyclopaedic passages 23,000-26,000. Every built size takes 0.91-0.97 of the
