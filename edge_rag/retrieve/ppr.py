@@ -178,7 +178,7 @@ class WalkGraph:
         source, target = np.concatenate([source, target]), np.concatenate([target, source])
         weight = np.concatenate([weight, weight])
         degree = np.bincount(source, weights=weight, minlength=n)
-        order = np.lexsort((target, source))
+        order = np.argsort(source * n + target, kind="stable")  # lexsort's order, in half its time
         rows, cols = source[order], target[order]
         counts = np.bincount(rows, minlength=n)
         chunks_of = np.bincount(_positions(arrays.entity_ids, arrays.link_entity),
