@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -108,7 +107,7 @@ def table(families: dict[str, dict[str, Any]],
 
 def _family_process(family: str) -> dict[str, Any]:
     command = [sys.executable, "-m", "benchmarks.scale_density", "--family", family]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, env=dict(os.environ),
+    out = subprocess.run(command, capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parent.parent)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 

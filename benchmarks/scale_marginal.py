@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         print("no scale index built yet: python -m benchmarks.scale --build")
         return 1
     codes = {"now": ROOT, **({"before": Path(args.compare).resolve()} if args.compare else {})}
-    primed = {(n, name): prime(n, code, name) for n in sizes for name, code in codes.items()}
-    primers = {key: primed_step(index) for key, index in primed.items()}
+    primers = {(n, name): prime(n, code, name) for n in sizes for name, code in codes.items()}
+    primed = {key: primed_copy(*key) for key in primers}
     runs: dict[tuple[int, str], list[dict[str, Any]]] = {key: [] for key in primed}
     try:
         for _ in range(args.repeat):
@@ -94,19 +94,18 @@ def step_docs(step: str) -> list[Any]:
     return generated_world(WORLD + (step == "primer"))[STEPS[step]]
 
 
-def prime(times: int, code: Path, name: str) -> Path:
-    """A copy of a size's index that has taken the primer step from ``code`` (its record kept
-    beside it as ``primer.json``)."""
-    index = WORK.with_name(f"{WORK.name}-{times}x-{name}")
+def primed_copy(times: int, name: str) -> Path:
+    """Where a size's index primed by the code called ``name`` is kept during a run."""
+    return WORK.with_name(f"{WORK.name}-{times}x-{name}")
+
+
+def prime(times: int, code: Path, name: str) -> dict[str, Any]:
+    """Copy a size's index to ``primed_copy`` and insert the primer step there with ``code``;
+    the step's record."""
+    index = primed_copy(times, name)
     shutil.rmtree(index, ignore_errors=True)
     shutil.copytree(index_of(times), index, ignore=shutil.ignore_patterns("*.lock", "*-wal", "*-shm"))
-    (index / "primer.json").write_text(json.dumps(_probe_process(code, "primer", index)))
-    return index
-
-
-def primed_step(index: Path) -> dict[str, Any]:
-    """The primer step's record of a primed copy."""
-    return dict(json.loads((index / "primer.json").read_text()))
+    return _probe_process(code, "primer", index)
 
 
 def timed_steps(primed: Path, code: Path) -> dict[str, Any]:

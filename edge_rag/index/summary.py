@@ -62,16 +62,12 @@ def summarise(key: str, rows: Sequence[MentionRow]) -> MergedKey:
     one when they are more than ``BUSY``."""
     if sum(r.times for r in rows) > BUSY:
         return RunningSummary.of(rows).merged(key)
-    names = Counter({r.name: 0 for r in rows})
+    names, types, texts = Counter[str](), Counter[str](), Counter[str]()
     for r in rows:
         names[r.name] += r.times
-    types: Counter[str] = Counter()
-    for r in rows:
         types[r.type] += r.times if r.type not in GENERIC_TYPES else 0
-    type_ = most_frequent(types) if +types else rows[0].type
-    texts: Counter[str] = Counter()
-    for r in rows:
         texts[r.description] += r.times
+    type_ = most_frequent(types) if +types else rows[0].type
     description = join_counts(texts, DESCRIPTION_CHARS)
     return MergedKey(key, most_frequent(names), type_, description, sum(r.times for r in rows))
 

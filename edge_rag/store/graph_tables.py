@@ -368,8 +368,9 @@ class GraphTables:
                         "SELECT chunk_id, source_key, target_key, keywords, strength FROM relation_mentions "
                         f"WHERE chunk_id IN ({marks(part)}) AND source_key = ? AND target_key = ?",
                         (*part, first, second)).fetchall()
-                    found.extend(rows)
-                    among.extend([(part, first, second)] if rows else [])
+                    if rows:
+                        found.extend(rows)
+                        among.append((part, first, second))
         found.sort(key=lambda r: r[:3])
         return PairMentions(Counter(r[3] for r in found), [r[4] for r in found],
                             sorted({r[0] for r in found}), lambda: self._descriptions(among))
