@@ -10,8 +10,8 @@ The graph is written node by node with ``onnx.helper`` from :class:`~.weights.We
   in one ``MatMulNBits``;
 - the LM head runs on the last ``logits_count`` positions only (1 for a prefill or a decode
   step, a few to check drafted tokens, see ``edge_rag/models/lookup.py``): logits are
-  ``[batch, logits_count, vocab]``; a 4-bit head computes in fp32 (``accuracy_level`` 1),
-  everything else with int8 activations (4).
+  ``[batch, logits_count, vocab]``; every ``MatMulNBits``, the head's too, computes with int8
+  activations (``accuracy_level`` 4).
 
 Inputs: ``input_ids`` int64 [batch, seq]; ``seqlens_k`` int32 [batch] (tokens in the cache after
 this call, minus one); ``total_sequence_length`` int32 scalar; ``logits_count`` int64 [1];
@@ -35,13 +35,12 @@ from .weights import Weights
 MS = "com.microsoft"
 OPSET = 21
 ACCURACY_LEVEL = 4  # int8 activations in MatMulNBits: the fast path on CPUs without fp16
-# A 4-bit LM head computes in fp32 (accuracy level 1): onnxruntime repacks int8-compute 4-bit
-# weights into a layout that takes ~0.4 byte per weight more in memory, and the head (27 % of
-# Qwen2.5-0.5B's weights, one call per token) decodes as fast in the compact layout, while the
-# process's peak RSS drops by 64 MiB (issue 15, benchmarks.slm_speed / benchmarks.memory). An
-# 8-bit head stays at level 4: onnxruntime has no fast fp32-compute 8-bit kernel (SmolLM2's
-# decode ran 7x slower).
-HEAD_ACCURACY_LEVEL = 1
+# The LM head too, since exporter version 5. Versions 2-4 computed a 4-bit head in fp32 (accuracy
+# level 1): on the Intel machine of issue 15 it decoded as fast and saved 64 MiB of repacked
+# weights. On an AMD EPYC (AVX-512 VNNI) with onnxruntime 1.32 that head took 40 % of a
+# Qwen2.5-1.5B decode step, 4x the time per weight of the int8-compute layers; at level 4 decode
+# runs 1.2-1.35x faster (both Qwen sizes, 300 and 1000-token prompts) for +0-13 MiB of `ask`'s
+# peak RSS (results/slm_speed_head_level.json).
 EMBED_BLOCK = 32  # the embedding table and a tied LM head: one row per token, the finest blocks
 
 
@@ -50,11 +49,6 @@ def fit_block(k: int, block: int) -> int:
     while k % block and block > 16:
         block //= 2
     return block
-
-
-def _level(name: str, bits: int) -> int:
-    """MatMulNBits accuracy level of a weight (see HEAD_ACCURACY_LEVEL)."""
-    return HEAD_ACCURACY_LEVEL if name == "lm_head" and bits == 4 else ACCURACY_LEVEL
 
 
 class GraphWriter:
@@ -102,7 +96,7 @@ class GraphWriter:
         if bias is not None:
             inputs += ["", self.init(f"{name}.bias", bias.astype(np.float32))]
         return self.node("MatMulNBits", inputs, name=name, domain=MS, K=k, N=n, bits=q.bits,
-                         block_size=q.block, accuracy_level=_level(name, q.bits))[0]
+                         block_size=q.block, accuracy_level=ACCURACY_LEVEL)[0]
 
     # -- the decoder ------------------------------------------------------------------------
 
@@ -160,7 +154,7 @@ class GraphWriter:
                   if codes.zero_points is not None else ""]
         return self.node("MatMulNBits", inputs, name="lm_head", domain=MS, K=c.hidden, N=c.vocab,
                          bits=codes.bits, block_size=codes.block,
-                         accuracy_level=_level("lm_head", codes.bits))[0]
+                         accuracy_level=ACCURACY_LEVEL)[0]
 
     def layer(self, i: int, x: str, residual: str) -> tuple[str, str]:
         """One decoder layer; returns (output before the residual add, residual)."""
