@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from edge_rag import EdgeRAG, Settings
+from edge_rag.config import models_home
 from edge_rag.prompts import FOCUSED_PROMPT_VERSION, PROMPT_VERSION
 from edge_rag.retrieve import RETRIEVAL_VERSION
 from edge_rag.store.vectors import CANDIDATES_FILE
@@ -265,13 +266,13 @@ def cache_path(dataset: str, slm: str, method: str, settings: Settings | None = 
     """Where the answers of one data set, SLM and method (``-noweights`` suffix included) live.
 
     The name carries a fingerprint of the settings that shape the prompt and the answer (for graph
-    methods also their ranking and ``RETRIEVAL_VERSION``), so that another profile or a changed
-    ranking never reuses stale answers.
+    methods also their ranking and ``RETRIEVAL_VERSION``) and of the SLM's exported graph, so
+    that another profile, a changed ranking or a re-exported model never reuses stale answers.
     """
     tag = "" if dataset == "lihua" else f"{dataset}-"
     settings = settings or Settings()
     fields = ANSWER_FIELDS[2:] if method.startswith("none") else ANSWER_FIELDS
-    shape: list = [getattr(settings, f) for f in fields]
+    shape: list = [getattr(settings, f) for f in fields] + _graph_stamp(slm)
     if method.split("-")[0] in ("local", "dual", "topology", "ppr", "auto"):  # auto plans them
         shape += [RETRIEVAL_VERSION, *(getattr(settings, f) for f in GRAPH_FIELDS)]
     if settings.answer_stage != "plain":
@@ -279,6 +280,15 @@ def cache_path(dataset: str, slm: str, method: str, settings: Settings | None = 
         shape += [FOCUSED_PROMPT_VERSION, *(getattr(settings, f) for f in FOCUSED_FIELDS)]
     method += "-s" + hashlib.sha256(repr(shape).encode()).hexdigest()[:6]
     return RESULTS / "cache" / f"answers-{tag}{slm}-{method}-p{PROMPT_VERSION}.jsonl"
+
+
+def _graph_stamp(slm: str) -> list[str]:
+    """The sha256 of the SLM folder's graph (``model.onnx``, as its manifest records it)."""
+    try:
+        manifest = json.loads((models_home() / "models" / slm / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return [manifest.get("sha256", "")]
 
 
 def answer_all(rag: EdgeRAG, dataset: str, queries: list[dict], method: str, slm: str) -> list[dict]:

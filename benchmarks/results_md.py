@@ -952,10 +952,13 @@ The SLM extractor's run (30 conversations, int8 Qwen) is in the history below: t
 give the denser and more useful graph at about 1/200 of the time."""
 
 SLM_READING = """\
-Against the native bar (issue 44, side by side on this machine, not yet in a results file here) the
-Qwen2.5-0.5B q4 graph decodes at 56–62 tok/s against llama.cpp's 43–47 (1.2–1.4×, not the 2.2×
-the prebuilt binaries suggested), prefills 1.4–2.1× as fast and peaks at 545 against 671 MiB. On
-this VM llama-cpp-python's default native build dies of SIGILL in llama.cpp's AMX kernels: build it
+Against the native bar, side by side in one run on an AMD EPYC (AVX-512 VNNI, 1 thread,
+`slm_speed_head_level.json`): with exporter version 5 (`q4h4` there: the LM head at accuracy
+level 4) Qwen2.5-0.5B q4 decodes at 37–40 tok/s against llama.cpp's 27–30 (1.33–1.35×) and
+prefills 1.5× as fast; Qwen2.5-1.5B q4 decodes at 14–17 tok/s against 15–18 (0.92–0.93×) and
+prefills at parity, in 1.2 GB against 2.0. Exporter version 4's fp32-compute head (`q4`) took
+40 % of a 1.5B decode step there (0.69–0.77×). On the Intel VM of the earlier files
+llama-cpp-python's default native build dies of SIGILL in llama.cpp's AMX kernels: build it
 without AMX (`benchmarks/slm_speed.py`'s docstring) before `--variants llama.cpp`."""
 
 MEMORY_READING = """\
