@@ -147,8 +147,10 @@ class Settings:
 
     @property
     def intra_op_threads(self) -> int:
-        """Threads for onnxruntime; 0 in settings means every core."""
-        return self.threads or (os.cpu_count() or 1)
+        """Threads for onnxruntime: ``threads``, at most the cores this process may run on (a
+        profile written for a 4-core board, run on 2 cores, would oversubscribe them); 0 means
+        every such core."""
+        return min(self.threads, usable_cores()) if self.threads else usable_cores()
 
     def replace(self, **overrides: Any) -> Settings:
         """A copy with some fields changed (validated like any other)."""
@@ -169,6 +171,15 @@ class Settings:
             return cls(**_coerce(values))
         except TypeError as exc:
             raise SettingsError(f"invalid settings: {exc}") from None
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system reports one (a
+    container's cpuset), else every core."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # no affinity call on this system (macOS, Windows)
+        return os.cpu_count() or 1
 
 
 def models_home(explicit: str | None = None) -> Path:

@@ -82,3 +82,13 @@ def test_an_int8_kv_cache_counts_one_byte_a_value(tmp_path: Path) -> None:
         folders.append(folder)
     fp32, int8 = (slm_mb(f, 1024) for f in folders)
     assert fp32 - int8 == pytest.approx(1024 * 2 * 30 * 3 * 64 * 3 / MIB, abs=1e-3)  # manifests differ
+
+
+def test_a_profile_never_runs_more_threads_than_the_process_has_cores() -> None:
+    from edge_rag.config import usable_cores
+
+    cores = usable_cores()
+    assert Settings.load("jetson-orin-nano").threads == 6  # written for the board's 6 cores
+    assert Settings(threads=cores + 4).intra_op_threads == cores
+    assert Settings(threads=1).intra_op_threads == 1
+    assert Settings(threads=0).intra_op_threads == cores
