@@ -502,7 +502,8 @@ def _board_slm_one(result: Result) -> str:
                         table(["SLM", "folder MB", "questions", "prompt tokens", "prefill s (median)",
                                "prefill s (p90)", "decode s", "answer s", "peak RSS MiB", "estimate MiB",
                                "estimate / peak"], rows),
-                        f"load average during the run: {load}" if load else "", _when(result)])
+                        f"load average during the run: {load}" if load else "",
+                        f"note: {data['note']}" if data.get("note") else "", _when(result)])
 
 
 def memory(results: list[Result]) -> str:
@@ -1095,7 +1096,9 @@ overstate edge-rag's lead. Timings vary by about 15 % between runs on this machi
 `python -m benchmarks.board_slm --limit N`: each SLM with the profile's settings (budget lifted) in
 its own process on the LiHua index, one warm-up answer, then N type-stratified dev questions
 through `ask`; prefill is the answer prompt's, peak RSS the process's VmHWM, the estimate
-`budget.py`'s for the same settings. Times depend on the machine's load (shared, 2 cores).""",
+`budget.py`'s for the same settings. Times depend on the machine's load (shared, 2 cores). A
+profile's `threads` are capped at the cores the process may use: the rpi5 profile's 4 threads on
+these 2 cores made the 1.5B's prefill 1.4x and its decode 2.2x as slow (`..._uncapped`).""",
             board_slm),
     Section("Export memory", ("export_memory_*.json",), """\
 `python -m benchmarks.export_memory --name MODEL --label RUN -- edge-rag export slm ...`: the
