@@ -958,7 +958,9 @@ Against the native bar, side by side in one run on an AMD EPYC (AVX-512 VNNI, 1 
 level 4) Qwen2.5-0.5B q4 decodes at 37–40 tok/s against llama.cpp's 27–30 (1.33–1.35×) and
 prefills 1.5× as fast; Qwen2.5-1.5B q4 decodes at 14–17 tok/s against 15–18 (0.92–0.93×) and
 prefills at parity, in 1.2 GB against 2.0. Exporter version 4's fp32-compute head (`q4`) took
-40 % of a 1.5B decode step there (0.69–0.77×). On the Intel VM of the earlier files
+40 % of a 1.5B decode step there (0.69–0.77×). With both cores (`slm_speed_amd_2threads.json`,
+both runtimes at 2 threads) the 1.5B decodes 1.17–1.21× and prefills 1.18–1.28× as fast as
+llama.cpp, the 0.5B 1.32–1.67× and 1.8–2.3×. On the Intel VM of the earlier files
 llama-cpp-python's default native build dies of SIGILL in llama.cpp's AMX kernels: build it
 without AMX (`benchmarks/slm_speed.py`'s docstring) before `--variants llama.cpp`."""
 
