@@ -14,7 +14,7 @@ The estimate adds up, in MiB:
   (only the pages a prompt reaches are touched) and has no [heads, window, total] score tensors of
   the unfused graph. Since issue 15 the session gives back the file pages of the weights
   onnxruntime repacks (``models/pages.py``), runs without a memory arena and trims the heap after
-  each prefill, and the exporter writes a 4-bit LM head in the compact fp32-compute layout:
+  each prefill, and exporter versions 2-4 wrote a 4-bit LM head in the compact fp32-compute layout:
   Qwen2.5-0.5B 4-bit with blocks of 64 (355 MiB folder) answers in 577-610 MiB (763-773 before),
   SmolLM2-135M 4-bit/8-bit-embedding (101 MiB) on the Pi Zero profile in 313 MiB. Fitted to those
   five ``benchmarks.memory`` runs (0.9 left the Pi 4 profile at exactly 1.00x its peak): the
@@ -22,7 +22,8 @@ The estimate adds up, in MiB:
   per window token, the KV bytes and ``GQA_ARENA_MB_PER_TOKEN``. Refitted for the 1.5B (issue 44,
   ``benchmarks.board_slm``, 12 answers each with the Pi 5 settings): Qwen2.5-0.5B peaked at 684
   MiB and the 1.5B (1,025 MB folder) at 1,356 MiB, against 633 and 1,289 estimated with 0.95;
-  1.2 puts the estimates at 1.05x and 1.13x those peaks;
+  1.2 puts the estimates at 1.05x and 1.13x those peaks. Version 5's int8-compute head costs 0-13
+  MiB more: 684 and 1,338 MiB on an AMD EPYC (``board_slm_rpi5.json``), 1.06x and 1.15x;
 - ``index``: the SQLite page cache and memory map (at most the database file) plus the USearch
   files, which queries map and touch, and the codes of every kind searched exactly (no file:
   fewer than ``vector_file_min`` vectors), which are read into memory. The graph retrievers'
