@@ -9,7 +9,7 @@ onnx = pytest.importorskip("onnx", reason="the GQA exporter's tests need the [ex
 
 from edge_rag_export import already_exported
 from edge_rag_export.gqa import EXPORTER_VERSION
-from edge_rag_export.gqa_graph import fit_block
+from edge_rag_export.gqa_graph import ACCURACY_LEVEL, GraphWriter, fit_block
 from edge_rag_export.kv_cache import calibration_prompts, int8_cache
 from edge_rag_export.quantize import quantize
 from edge_rag_export.slm import CHECK_QUESTIONS, CHECKS, _same_answer
@@ -43,6 +43,21 @@ def test_gqa_manifest_describes_the_graph(gqa_folder):
     assert manifest["num_layers"] == 30 and manifest["tied_embeddings"] is True
     assert (gqa_folder / "model.onnx_data").stat().st_size < 160 * 2**20
     assert manifest["exporter_version"] == EXPORTER_VERSION
+
+
+def test_a_4bit_lm_head_computes_with_int8_activations_like_every_layer():
+    # Exporter version 5: the fp32-compute head (level 1) took 40 % of a Qwen2.5-1.5B decode
+    # step on an AMD EPYC (results/slm_speed_head_level.json).
+    from types import SimpleNamespace
+
+    writer = GraphWriter(SimpleNamespace(config=None), bits=4, progress=lambda _: None)
+    weight = np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32)
+    for name in ("lm_head", "layers.0.mlp.down_proj"):
+        writer.matmul("x", weight, name)
+    levels = {n.name: onnx.helper.get_attribute_value(a) for n in writer.nodes for a in n.attribute
+              if a.name == "accuracy_level"}
+    assert ACCURACY_LEVEL == 4
+    assert levels == {"lm_head": ACCURACY_LEVEL, "layers.0.mlp.down_proj": ACCURACY_LEVEL}
 
 
 def test_a_folder_from_an_older_exporter_is_exported_again(tmp_path):
