@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -12,7 +11,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from ..config import Settings
+from ..config import Settings, usable_cores
 from .folder import ModelFolder
 from .pages import share_heap
 from .session import new_session, session_options, session_providers, settings_session_options
@@ -56,7 +55,7 @@ class Embedder:
         self._options.enable_cpu_mem_arena = False
         self._providers = providers
         cpu_only = not providers or providers == ["CPUExecutionProvider"]
-        self.workers = max(1, threads or os.cpu_count() or 1) if cpu_only else 1
+        self.workers = (threads or usable_cores()) if cpu_only else 1
         self._session: ort.InferenceSession | None = None
         self._worker_session: ort.InferenceSession | None = None
         self._pool: ThreadPoolExecutor | None = None
