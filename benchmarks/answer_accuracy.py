@@ -29,6 +29,7 @@ from .common import (
     MISSING,
     answer_all,
     cache_path,
+    half,
     is_correct,
     load_cache,
     markdown_table,
@@ -49,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     queries = [q for q in queries if args.type in (None, q["type"])]
     method = args.method + ("" if args.use_weights else "-noweights")
     args.slm = args.slm or Settings().slm
-    overrides = {"slm": args.slm, "use_weights": args.use_weights, "answer_stage": args.stage}
+    overrides = {"slm": args.slm, "use_weights": args.use_weights, "answer_stage": args.stage,
+                 **({"answer_rules_off": tuple(args.rules_off.split(","))} if args.rules_off else {})}
     settings = Settings.load(None, **overrides)
     cached = sum(q["id"] in load_cache(cache_path(args.dataset, args.slm, method, settings))
                  for q in queries)
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                "summary": summary, "stage": stage, "answers_from_cache": cached,
                "peak_rss_mb": round(peak_rss_mb(), 1), "answers": rows}
     suffix = ("-focused" if settings.answer_stage == "focused" else "") + (
+        f"_off-{args.rules_off.replace(',', '-')}" if args.rules_off else "") + (
         f"_limit{args.limit}" if args.limit else "") + (f"_{args.type}" if args.type else "")
     tag = "" if args.dataset == "lihua" else f"{args.dataset}-"
     print(f"wrote {write_result(f'answer_accuracy_{tag}{args.slm}_{method}{suffix}', payload)}")
@@ -106,6 +109,10 @@ def _stage_summary(rows: list[dict]) -> dict:
                 r["answer"].split(QUOTE_MARK)[0], r["gold"], r["type"]) for r in rows),
             "prompt_tokens": percentiles(prompts, 0) if prompts else None,
             "prefill_ms": percentiles([r["prefill_ms"] for r in rows]),
+            # Bridge questions answered link by link (the hops rule), and accuracy on each half of dev.
+            "asked_in_hops": sum(bool(r.get("hops")) for r in rows),
+            "halves": {h: round(sum(r["correct"] for r in part) / len(part), 4)
+                       for h in "AB" if (part := [r for r in rows if half(r["id"]) == h])},
             "forms": {f: sum(r.get("form") == f for r in rows)
                       for f in sorted({str(r.get("form")) for r in rows})}}
 
@@ -122,6 +129,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--type", default=None, help="only queries of this type (Single, Multi, Null)")
     parser.add_argument("--stage", default=None, choices=("focused", "plain"),
                         help="answer stage (default: the profile's answer_stage)")
+    parser.add_argument("--rules-off", default="",
+                        help="answer rules switched off, comma-separated (edge_rag.config.ANSWER_RULES)")
     parser.add_argument("--no-weights", dest="use_weights", action="store_false",
                         help="the -Weights ablation (use_weights=false)")
     return parser

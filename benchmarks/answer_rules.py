@@ -33,7 +33,17 @@ from edge_rag.answer.forms import SPEAKER_LINE, compact_text, question_kind
 from edge_rag.models.slm import SLM, Generation
 from edge_rag.retrieve import RETRIEVAL_VERSION, Retrieval
 
-from .common import MISSING, RESULTS, judge, markdown_table, options, percentiles, stratified, write_result
+from .common import (
+    MISSING,
+    RESULTS,
+    half,
+    judge,
+    markdown_table,
+    options,
+    percentiles,
+    stratified,
+    write_result,
+)
 from .datasets import DATASETS, open_benchmark_index
 
 CACHE = RESULTS / "cache"
@@ -42,12 +52,9 @@ KINDS = ("Single", "Multi", "Null", "All")
 PREPARE_RULES = frozenset({"yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span",
                            "replies", "open"})
 FORMS = ("yesno", "choice", "who", "time", "when")
+# ``hops`` acts in ``EdgeRAG.ask``, before the stage: answer_accuracy --rules-off hops measures it.
+STAGE_RULES = tuple(r for r in RULES if r != "hops")
 PREPARED: dict[tuple[str, frozenset[str]], Prepared] = {}
-
-
-def half(query_id: str) -> str:
-    """The fixed half of dev a question belongs to: A or B by the parity of its id's hash."""
-    return "AB"[hashlib.sha256(query_id.encode()).digest()[0] & 1]
 
 
 class CachedSLM:
@@ -274,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.shuffle:  # a fixed order in which every prefix is a sample of all types
         queries.sort(key=lambda q: hashlib.sha256(q["id"].encode()).hexdigest())
     args.slm = args.slm or Settings().slm
-    named = [] if args.rules == "none" else args.rules.split(",") if args.rules else list(RULES)
+    named = [] if args.rules == "none" else args.rules.split(",") if args.rules else list(STAGE_RULES)
     with open_benchmark_index(dataset, True, slm=args.slm) as rag:
         found = retrievals(rag, args.dataset, queries, args.method)
         stage = rag.answerer
@@ -323,7 +330,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--slm", default=None, help=f"exported SLM folder name (default: {Settings().slm})")
     parser.add_argument("--method", default="vector", help="retrieval method (auto: the planner's)")
     parser.add_argument("--rules", default="",
-                        help="rules to switch off one by one (none: the base alone; default: all of RULES)")
+                        help="rules to switch off one by one (none: the base alone; "
+                        "default: all of RULES but hops)")
     parser.add_argument("--base-off", default="", help="rules off in the base stage (comma-separated)")
     parser.add_argument("--seed", default="", help="an answer_accuracy results JSON of the base stage "
                         "whose answers stand for its generations (same code, same retrieval)")

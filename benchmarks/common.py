@@ -40,7 +40,7 @@ MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|s
 
 ANSWER_FIELDS = ("top_k", "context_token_budget", "answer_max_tokens", "slm_context_tokens")
 FOCUSED_FIELDS = ("answer_stage", "focus_tokens", "focus_max_new_tokens", "abstain_threshold",
-                  "no_threshold", "abstain_terms")
+                  "no_threshold", "abstain_terms", "answer_rules_off")
 GRAPH_FIELDS = ("graph_entities", "graph_relations", "lr_alpha", "tr_hops",
                 "graph_support_weight", "graph_support_spread", "keyword_extractor")
 CITATION = re.compile(r"\[\d+(?:,\s*\d+)*\]")
@@ -248,6 +248,11 @@ def _compact(text: str) -> str:
     return normalise(text).replace(" ", "")
 
 
+def half(query_id: str) -> str:
+    """The fixed half of dev a question belongs to: A or B by the parity of its id's hash."""
+    return "AB"[hashlib.sha256(query_id.encode()).digest()[0] & 1]
+
+
 def stratified(queries: list[dict], limit: int | None) -> list[dict]:
     """A fixed, type-stratified subset: every k-th query of each type in id order."""
     if not limit or limit >= len(queries):
@@ -310,7 +315,8 @@ def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Pat
                               "prompt_tokens": answer.timings.get("prompt_tokens"),
                               "cached_tokens": answer.timings.get("cached_tokens"),
                               **{k: answer.details.get(k)
-                                 for k in ("form", "abstain", "unsupported", "p_abstain", "p_no")}}
+                                 for k in ("form", "abstain", "unsupported", "p_abstain", "p_no")},
+                              **({"hops": answer.hops} if answer.hops else {})}
         with open(cache_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(cache[query["id"]]) + "\n")
         print(f"[{time.strftime('%H:%M:%S')}] {query['id']} {query['type']}: {answer.text[:80]!r}",

@@ -9,6 +9,8 @@ from types import TracebackType
 from typing import Any, Literal, overload
 
 from .answer import Answer, AnswerStage, AnswerStream, Evidence, document_days, make_answer_stage, on_days
+from .answer.hops import attach as attach_hops
+from .answer.hops import resolve as resolve_hops
 from .budget import MemoryEstimate, estimate_memory, fit_to_budget
 from .config import DEFAULT_METHOD, Settings
 from .errors import BadDocument, ModelNotFound
@@ -284,11 +286,20 @@ class EdgeRAG:
         """Answer a question from the index with the SLM, citing numbered sources.
 
         With ``stream=True`` the result is an ``AnswerStream``: iterate it for text pieces;
-        its ``.answer`` is complete once the iteration ends.
+        its ``.answer`` is complete once the iteration ends. A bridge question ("Where was the
+        director of film X born?") is answered one link at a time (``answer/hops.py``, the
+        ``hops`` rule); the links' answers are in ``Answer.hops``.
         """
+        links: list[Answer] = []
+        if "hops" not in self.settings.answer_rules_off:
+            question, links = resolve_hops(question, lambda link: self.ask(link, method, top_k))
         retrieval = self.retrieve(question, method=method, top_k=top_k)
         answerer = self.answerer
-        return answerer.stream(question, retrieval) if stream else answerer.answer(question, retrieval)
+        if stream:
+            streamed = answerer.stream(question, retrieval)
+            attach_hops(streamed.answer, links)
+            return streamed
+        return attach_hops(answerer.answer(question, retrieval), links)
 
     @property
     def answerer(self) -> AnswerStage:

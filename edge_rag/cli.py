@@ -545,7 +545,8 @@ def _sources_text(answer: Answer) -> str:
     plan = [_plan_text(answer.retrieval.plan)] if answer.retrieval and answer.retrieval.plan else []
     withheld = [f"withheld, an instruction in a source (not followed): {_printable(w)}"
                 for w in answer.withheld]
-    return "\n".join(["sources:", *lines, *withheld, *plan, f"timings: {timing}"])
+    hops = [f"asked first: {_printable(h['question'])} -> {_printable(h['answer'])}" for h in answer.hops]
+    return "\n".join(["sources:", *lines, *withheld, *hops, *plan, f"timings: {timing}"])
 
 
 def _plan_text(plan: Plan) -> str:

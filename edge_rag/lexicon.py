@@ -85,6 +85,16 @@ RELATION_NOUNS = re.compile(
     r"child|children|sibling|brother|sister|grandfather|grandmother|grandson|granddaughter|uncle|"
     r"aunt|nephew|niece|cousin|whose)\b", re.IGNORECASE)
 
+# The relation nouns a question can chain ("the director of film X", "X's father") and the kin
+# words English defines through two of them ("paternal grandfather" = the father of the father):
+# ``questions.first_hop`` resolves the inner link first (a bridge question).
+HOP_NOUNS = ("director|producer|composer|performer|author|writer|creator|founder|publisher|editor|"
+             "father|mother|parent|stepfather|stepmother|spouse|wife|husband|son|daughter|child|"
+             "sibling|brother|sister|grandfather|grandmother|uncle|aunt")
+KIN_HOPS = {"paternal grandfather": "father of the father", "paternal grandmother": "mother of the father",
+            "maternal grandfather": "father of the mother", "maternal grandmother": "mother of the mother",
+            "father-in-law": "father of the spouse", "mother-in-law": "mother of the spouse"}
+
 # Question openings and the answer types they ask for (first match wins).
 ANSWER_TYPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), types) for pattern, types in (

@@ -19,16 +19,28 @@ being installed?"; LiHua-World dev Multi recall@5 0.702 → 0.721, one question,
 moved); a piece shorter than ``MIN_WORDS`` words
 ("after work today", "after the workout") is glued back to its neighbour, and a question that
 yields fewer than two clauses is not split.
+
+Bridge questions, answered one link at a time (``first_hop``, beyond the paper):
+
+"Where was the director of film X born?" asks about someone the question never names. A small
+model given both passages answers with the director's name or the film's place more often than
+with the director's birthplace. Read as English, the question chains relation nouns
+(``lexicon.HOP_NOUNS``): "the R of D" and "D's R", kin words defined by two of them ("paternal
+grandfather" is the father of the father, ``lexicon.KIN_HOPS``). ``first_hop`` returns the
+innermost link as a question of its own ("Who is the director of film X?") and the rest with a
+gap for its answer ("Where was {} born?"); a question that is one link and nothing more ("Who
+is the father of X?") is not split.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
-from .lexicon import QUESTION_WORDS, STOPWORDS, names_a_relation, specific_terms
+from .lexicon import HOP_NOUNS, KIN_HOPS, QUESTION_WORDS, STOPWORDS, names_a_relation, specific_terms
 
 MIN_WORDS = 4
 MAX_CLAUSES = 3
@@ -44,6 +56,21 @@ _COMPACT_DATE = re.compile(r"(?<![\d-])((?:19|20)\d{2})-?(0[1-9]|1[0-2])-?(0[1-9
 _LONG_DATE = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,2})"
                         r"(?:st|nd|rd|th)?,? ((?:19|20)\d{2})\b", re.IGNORECASE)
 _WORD = re.compile(r"[\w'\-]+")
+# A name as questions write it: capitalised words (digits, brackets, dashes, commas within), joined
+# by the small words of names ("Hermann II, Landgrave of Hesse", "Aleksander Koniecpolski (1620–1659)").
+_NAME_WORD = r"[A-Z0-9(][\w.'’\-–()]*"
+_NAME_RUN = (rf"{_NAME_WORD}(?:,?\s+(?:(?:of|de|von|van|der|la|le|du|del|da|di|y|and|bin|bint|al|ibn|the)"
+             rf"\s+)*{_NAME_WORD})*")
+_KIN = "|".join(map(re.escape, KIN_HOPS))
+_POSSESSIVE = re.compile(rf"({_NAME_RUN})['’]s\s+({_KIN}|{HOP_NOUNS})\b")
+_KIN_WORDS = re.compile(rf"\b({_KIN})\b", re.IGNORECASE)
+_LINK = re.compile(rf"\bthe\s+({HOP_NOUNS})\s+of\s+", re.IGNORECASE)
+# What the outer question says after the description: "... born?", "... graduate from?".
+_TAIL = re.compile(r"\s+(?:(?:was|is|were)\s+)?(?:born|die|died|buried|study|studied|graduate(?:d)? from|"
+                   r"work|worked|live|lived|won|win|receive|received|come from|from|located)\b[^?]*\?\s*$"
+                   r"|\s*\?\s*$")
+_ONE_LINK = re.compile(r"(?:who|whom|what)\s+(?:is|was|are|were)\s+\{\}\s*\?", re.IGNORECASE)
+MAX_HOPS = 3
 
 
 def clauses(question: str) -> list[str]:
@@ -139,3 +166,48 @@ def iso_dates(question: str) -> list[str]:
     found += [f"{y}-{MONTH_NUMBER[m.lower()[:3]]:02d}-{int(d):02d}"
               for m, d, y in _LONG_DATE.findall(question)]
     return found
+
+
+@dataclass(frozen=True)
+class Hop:
+    """The innermost link of a bridge question: ``inner`` asks for the bridge, ``outer`` is the
+    rest of the question with ``{}`` where the bridge's name goes."""
+
+    inner: str
+    outer: str
+
+    def then(self, bridge: str) -> str:
+        """The rest of the question about the bridge found."""
+        return self.outer.replace("{}", bridge, 1)
+
+
+def first_hop(question: str) -> Hop | None:
+    """The innermost link of a question that chains relation nouns, or ``None`` (see the module
+    docstring): "Who is the father of the director of film X?" gives "Who is the director of
+    film X?" and "Who is the father of {}?"."""
+    text = _spelled_out(question.strip())
+    links = list(_LINK.finditer(text))
+    if not links or not (tail := _TAIL.search(text, links[-1].end())):
+        return None
+    link = links[-1]
+    described = text[link.end():tail.start()].strip(" ,")
+    outer = text[:link.start()] + "{}" + text[tail.start():]
+    if not _names_one(described) or _ONE_LINK.fullmatch(outer.strip()):
+        return None
+    return Hop(f"Who is the {link[1].lower()} of {described}?", outer)
+
+
+def _names_one(described: str) -> bool:
+    """Whether a link's description reads as one named thing: after at most two lowercase words
+    ("film", "song"), it starts and ends with a capitalised word ("Gone with the Wind" does; the
+    "Li Hua arrive" of "What time does Li Hua's mother arrive?" does not)."""
+    words = described.split()
+    while words and words[0][0].islower() and len(described.split()) - len(words) < 2:
+        words.pop(0)
+    return bool(words) and all(not w[0].islower() for w in (words[0], words[-1]))
+
+
+def _spelled_out(question: str) -> str:
+    """"X's R" as "the R of X", kin words as their two links."""
+    question = _POSSESSIVE.sub(lambda m: f"the {m[2]} of {m[1]}", question)
+    return _KIN_WORDS.sub(lambda m: KIN_HOPS[m[1].lower()], question)

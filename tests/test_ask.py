@@ -64,8 +64,8 @@ def test_cli_ask_json(lihua_index, capsys, slm, monkeypatch):
     import json
 
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"answer", "method", "sources", "timings_ms", "plan", "withheld"}
-    assert data["plan"] is None and data["withheld"] == []
+    assert set(data) == {"answer", "method", "sources", "timings_ms", "plan", "withheld", "hops"}
+    assert data["plan"] is None and data["withheld"] == [] and data["hops"] == []
     assert set(data["sources"][0]) == {"doc_id", "source", "chunk_id"}
 
 
@@ -201,3 +201,29 @@ def test_a_stream_capped_for_one_answer_leaves_the_stage_as_it_was(lihua_index, 
         assert rag.answerer.config is config and config.max_new_tokens == 24
     if stage == "plain":
         assert 1 <= rag.slm.count_tokens(text) <= 2
+
+
+FILM = ("Harbor Lights is a 1950 drama film directed by Mara Quill. It follows a lighthouse keeper "
+        "through one winter.")
+DIRECTOR = ("Mara Quill (4 May 1912 – 9 June 1980) was a film director. Quill was born in Tallinn and "
+            "studied painting before she made her first film.")
+
+
+@pytest.mark.parametrize("rules_off", [(), ("hops",)])
+def test_a_bridge_question_asks_for_the_bridge_first(tmp_path, model_folder, slm, rules_off):
+    from edge_rag.index import Document
+
+    with EdgeRAG.open(tmp_path / "index", progress=False, slm=SMALL_SLM, focus_max_new_tokens=12,
+                      answer_rules_off=rules_off) as rag:
+        assert rag.insert(Document.from_text(FILM, "film.txt"), Document.from_text(DIRECTOR, "quill.txt")).ok
+        answer = rag.ask("Where was the director of film Harbor Lights born?", method="vector")
+    if rules_off:
+        assert answer.hops == []
+        return
+    # The link is asked alone; its answer starts with a name from its sources (the who form).
+    [link] = answer.hops
+    assert link["question"] == "Who is the director of film Harbor Lights?"
+    assert link["answer"].startswith("Mara Quill")
+    cited = [int(n) for n in re.findall(r"\[(\d+)\]", link["answer"])]
+    assert all(answer.sources[n - 1].source == "film.txt" for n in cited)  # renumbered into the sources
+    assert answer.retrieval and answer.to_dict()["hops"] == [link]

@@ -21,6 +21,7 @@ class Answer:
     retrieval: Retrieval | None = field(default=None, repr=False)
     details: dict[str, Any] = field(default_factory=dict, repr=False)
     withheld: list[str] = field(default_factory=list)
+    hops: list[dict[str, str]] = field(default_factory=list)  # a bridge question's links, asked first
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's ``ask --json`` shape."""
@@ -32,6 +33,7 @@ class Answer:
             "timings_ms": {k: round(v, 2) for k, v in self.timings.items()},
             "plan": asdict(self.retrieval.plan) if self.retrieval and self.retrieval.plan else None,
             "withheld": self.withheld,
+            "hops": self.hops,
         }
 
 

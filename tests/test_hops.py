@@ -1,0 +1,74 @@
+"""Bridge questions split into links (``questions.first_hop``) and their answers read for a name
+(``answer.hops``): no model, no index."""
+
+import pytest
+
+from edge_rag.answer.hops import attach, bridge_name, resolve
+from edge_rag.answer.types import Answer
+from edge_rag.questions import first_hop
+from edge_rag.retrieve import RetrievedChunk
+
+
+@pytest.mark.parametrize(("question", "inner", "outer"), [
+    ("Where was the director of film Thomas Jefferson (Film) born?",
+     "Who is the director of film Thomas Jefferson (Film)?", "Where was {} born?"),
+    ("What is the date of death of Hermann Ii, Landgrave Of Hesse's father?",
+     "Who is the father of Hermann Ii, Landgrave Of Hesse?", "What is the date of death of {}?"),
+    ("Who is the father of the director of film Magic Hunter?",
+     "Who is the director of film Magic Hunter?", "Who is the father of {}?"),
+    ("Who is Karl Von Habsburg's paternal grandmother?",
+     "Who is the father of Karl Von Habsburg?", "Who is the mother of {}?"),
+    ("Who is Albert G. Simms's father-in-law?", "Who is the spouse of Albert G. Simms?", "Who is the father of {}?"),
+    ("Which country Aleksander Koniecpolski (1620–1659)'s father is from?",
+     "Who is the father of Aleksander Koniecpolski (1620–1659)?", "Which country {} is from?"),
+    ("Where did the director of film Gone with the Wind graduate from?",
+     "Who is the director of film Gone with the Wind?", "Where did {} graduate from?"),
+])
+def test_a_chain_of_relation_nouns_gives_its_innermost_link(question, inner, outer):
+    hop = first_hop(question)
+    assert hop is not None and (hop.inner, hop.outer) == (inner, outer)
+    assert hop.then("Ann Lee") == outer.replace("{}", "Ann Lee")
+
+
+@pytest.mark.parametrize("question", [
+    "Who is the father of Dui Finn?",  # one link and nothing more
+    "Who is the stepmother of Sara Ali Khan?",
+    "What time does Li Hua's mother arrive?",  # the description is not a name
+    "What did the author of the book say?",
+    "Where was Li Hua born?",
+    "Which film came out first, Run The Race or Cup-Tie Honeymoon?",
+])
+def test_a_question_of_one_link_or_none_is_not_split(question):
+    assert first_hop(question) is None
+
+
+def test_a_bridge_is_the_answers_words_before_its_citation():
+    assert bridge_name('John Ford [1] — "directed by John Ford"') == "John Ford"
+    assert bridge_name("Yuen Woo-ping.") == "Yuen Woo-ping"
+    assert bridge_name("Mara Quill is the director of film Harbor Lights. [1]") == "Mara Quill"
+    assert bridge_name("The director of film Harbor Lights was Mara Quill. [1]") == "Mara Quill"
+    assert bridge_name("Insufficient information.") == ""
+    assert bridge_name("The film was directed by a man who was born in a small town near the sea [2]") == ""
+
+
+def test_links_are_answered_in_order_until_one_gives_no_name():
+    asked: list[str] = []
+    replies = {"Who is the father of X Y?": "Ann Lee [1]", "Who is the father of Ann Lee?": "Insufficient information."}
+
+    def ask(question: str) -> Answer:
+        asked.append(question)
+        return Answer(replies[question], "vector")
+
+    question, links = resolve("Who is X Y's paternal grandfather?", ask)
+    assert asked == ["Who is the father of X Y?"] and question == "Who is the father of Ann Lee?"
+    assert [link.details["question"] for link in links] == ["Who is the father of X Y?"]
+
+
+def test_a_links_cited_source_follows_the_final_answers_sources():
+    chunk = lambda n: RetrievedChunk(n, f"d{n}", f"s{n}.txt", "", 0.5)  # noqa: E731
+    final = Answer("Tallinn [1]", "vector", [chunk(1), chunk(2)])
+    link = Answer("Mara Quill [2], [1]", "vector", [chunk(2), chunk(8)], details={"question": "Who?"})
+    attach(final, [link])
+    assert [c.chunk_id for c in final.sources] == [1, 2, 8]  # a source held already is not repeated
+    assert final.hops == [{"question": "Who?", "answer": "Mara Quill [3], [2]"}]
+    assert final.text == "Tallinn [1]"
