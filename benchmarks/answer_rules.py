@@ -52,8 +52,9 @@ KINDS = ("Single", "Multi", "Null", "All")
 PREPARE_RULES = frozenset({"yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span",
                            "replies", "open"})
 FORMS = ("yesno", "choice", "who", "time", "when")
-# ``hops`` acts in ``EdgeRAG.ask``, before the stage: answer_accuracy --rules-off hops measures it.
-STAGE_RULES = tuple(r for r in RULES if r != "hops")
+# ``hops`` and ``compare`` act in ``EdgeRAG.ask``, before the stage: answer_accuracy --rules-off
+# measures them.
+STAGE_RULES = tuple(r for r in RULES if r not in ("hops", "compare"))
 PREPARED: dict[tuple[str, frozenset[str]], Prepared] = {}
 
 
@@ -331,7 +332,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--method", default="vector", help="retrieval method (auto: the planner's)")
     parser.add_argument("--rules", default="",
                         help="rules to switch off one by one (none: the base alone; "
-                        "default: all of RULES but hops)")
+                        "default: all of RULES but hops and compare)")
     parser.add_argument("--base-off", default="", help="rules off in the base stage (comma-separated)")
     parser.add_argument("--seed", default="", help="an answer_accuracy results JSON of the base stage "
                         "whose answers stand for its generations (same code, same retrieval)")

@@ -10,6 +10,7 @@ from typing import Any, Literal, overload
 
 from .answer import Answer, AnswerStage, AnswerStream, Evidence, document_days, make_answer_stage, on_days
 from .answer.hops import attach as attach_hops
+from .answer.hops import compare as compare_dates
 from .answer.hops import resolve as resolve_hops
 from .budget import MemoryEstimate, estimate_memory, fit_to_budget
 from .config import DEFAULT_METHOD, Settings
@@ -288,11 +289,15 @@ class EdgeRAG:
         With ``stream=True`` the result is an ``AnswerStream``: iterate it for text pieces;
         its ``.answer`` is complete once the iteration ends. A bridge question ("Where was the
         director of film X born?") is answered one link at a time (``answer/hops.py``, the
-        ``hops`` rule); the links' answers are in ``Answer.hops``.
+        ``hops`` rule), an either-or question about dates by comparing two when-answers (the
+        ``compare`` rule); the answers asked first are in ``Answer.hops``.
         """
+        off, ask = self.settings.answer_rules_off, lambda asked: self.ask(asked, method, top_k)
+        if "compare" not in off and (compared := compare_dates(question, ask)) is not None:
+            return AnswerStream.whole(compared) if stream else compared
         links: list[Answer] = []
-        if "hops" not in self.settings.answer_rules_off:
-            question, links = resolve_hops(question, lambda link: self.ask(link, method, top_k))
+        if "hops" not in off:
+            question, links = resolve_hops(question, ask)
         retrieval = self.retrieve(question, method=method, top_k=top_k)
         answerer = self.answerer
         if stream:

@@ -30,6 +30,13 @@ grandfather" is the father of the father, ``lexicon.KIN_HOPS``). ``first_hop`` r
 innermost link as a question of its own ("Who is the director of film X?") and the rest with a
 gap for its answer ("Where was {} born?"); a question that is one link and nothing more ("Who
 is the father of X?") is not split.
+
+Either-or questions about dates (``comparison``, beyond the paper): "Which film came out first,
+A or B?", "Who was born later, A or B?", "Which film has the director who died first, A or B?"
+ask which of two dates is earlier. ``comparison`` turns one into a when-question per option
+("When was A released?", "When was the director of film A born?", a bridge question itself) and
+says whether the earlier or the later date wins; the comparing is then done on the dates read
+from the two answers, not by the model.
 """
 
 from __future__ import annotations
@@ -211,3 +218,42 @@ def _spelled_out(question: str) -> str:
     """"X's R" as "the R of X", kin words as their two links."""
     question = _POSSESSIVE.sub(lambda m: f"the {m[2]} of {m[1]}", question)
     return _KIN_WORDS.sub(lambda m: KIN_HOPS[m[1].lower()], question)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """An either-or question about dates: a when-question per option and which date wins."""
+
+    options: tuple[str, str]
+    questions: tuple[str, str]
+    earliest: bool  # the earlier date wins ("first", "earlier", "older"), else the later one
+
+
+_EARLY = {"first", "earlier", "earliest", "older", "oldest", "sooner"}
+_COMPARED = re.compile(
+    r"^(?:which|who)\b(?P<head>.*?\b(?P<event>born|died|released|came out|published|founded|premiered|"
+    r"older|younger)\b(?:\s+(?P<order>first|earlier|later|last|more recently|sooner))?[^,]*?),\s*"
+    r"(?P<a>.+)\s+or\s+(?P<b>.+?)\s*\?\s*$", re.IGNORECASE)
+_OF_WHOSE = re.compile(rf"\b(?:has|with)\s+the\s+({HOP_NOUNS})\b|\bwhose\s+({HOP_NOUNS})\b", re.IGNORECASE)
+_WHEN = {"born": "When was {} born?", "older": "When was {} born?", "younger": "When was {} born?",
+         "died": "When did {} die?", "founded": "When was {} founded?", "published": "When was {} published?"}
+
+
+def comparison(question: str) -> Comparison | None:
+    """The when-questions of an either-or question about dates, or ``None`` (module docstring)."""
+    match = _COMPARED.match(question.strip())
+    if not match:
+        return None
+    event = match["event"].lower()
+    order = (match["order"] or "").lower()
+    if event in ("older", "younger"):
+        order = "first" if event == "older" else "later"
+    if not order:
+        return None
+    linked = _OF_WHOSE.search(match["head"])
+    noun = re.match(r"\s*(\w+)", match["head"]) if question.lower().startswith("which") else None
+    options = (match["a"].strip(), match["b"].strip())
+    of = f"the {linked[1] or linked[2]} of {noun[1] + ' ' if noun else ''}" if linked else ""
+    template = _WHEN.get(event, "When was {} released?")
+    return Comparison(options, (template.format(of + options[0]), template.format(of + options[1])),
+                      order in _EARLY)

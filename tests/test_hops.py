@@ -3,9 +3,9 @@
 
 import pytest
 
-from edge_rag.answer.hops import attach, bridge_name, resolve
+from edge_rag.answer.hops import attach, bridge_name, compare, date_of, resolve
 from edge_rag.answer.types import Answer
-from edge_rag.questions import first_hop
+from edge_rag.questions import comparison, first_hop
 from edge_rag.retrieve import RetrievedChunk
 
 
@@ -18,7 +18,8 @@ from edge_rag.retrieve import RetrievedChunk
      "Who is the director of film Magic Hunter?", "Who is the father of {}?"),
     ("Who is Karl Von Habsburg's paternal grandmother?",
      "Who is the father of Karl Von Habsburg?", "Who is the mother of {}?"),
-    ("Who is Albert G. Simms's father-in-law?", "Who is the spouse of Albert G. Simms?", "Who is the father of {}?"),
+    ("Who is Albert G. Simms's father-in-law?",
+     "Who is the spouse of Albert G. Simms?", "Who is the father of {}?"),
     ("Which country Aleksander Koniecpolski (1620–1659)'s father is from?",
      "Who is the father of Aleksander Koniecpolski (1620–1659)?", "Which country {} is from?"),
     ("Where did the director of film Gone with the Wind graduate from?",
@@ -53,7 +54,8 @@ def test_a_bridge_is_the_answers_words_before_its_citation():
 
 def test_links_are_answered_in_order_until_one_gives_no_name():
     asked: list[str] = []
-    replies = {"Who is the father of X Y?": "Ann Lee [1]", "Who is the father of Ann Lee?": "Insufficient information."}
+    replies = {"Who is the father of X Y?": "Ann Lee [1]",
+               "Who is the father of Ann Lee?": "Insufficient information."}
 
     def ask(question: str) -> Answer:
         asked.append(question)
@@ -72,3 +74,46 @@ def test_a_links_cited_source_follows_the_final_answers_sources():
     assert [c.chunk_id for c in final.sources] == [1, 2, 8]  # a source held already is not repeated
     assert final.hops == [{"question": "Who?", "answer": "Mara Quill [3], [2]"}]
     assert final.text == "Tallinn [1]"
+
+
+@pytest.mark.parametrize(("question", "questions", "earliest"), [
+    ("Which film came out first, Run The Race or Cup-Tie Honeymoon?",
+     ("When was Run The Race released?", "When was Cup-Tie Honeymoon released?"), True),
+    ("Which film has the director who was born later, Navy Nurse or The Face In The Fog?",
+     ("When was the director of film Navy Nurse born?",
+      "When was the director of film The Face In The Fog born?"), False),
+    ("Who is older, Les Briley or Jean Charles Carbone?",
+     ("When was Les Briley born?", "When was Jean Charles Carbone born?"), True),
+    ("Which film has the director who died later, Love, Honor And Oh-Baby! or I Cover The Underworld?",
+     ("When did the director of film Love, Honor And Oh-Baby! die?",
+      "When did the director of film I Cover The Underworld die?"), False),
+])
+def test_an_either_or_question_about_dates_asks_one_date_per_option(question, questions, earliest):
+    compared = comparison(question)
+    assert compared is not None and (compared.questions, compared.earliest) == (questions, earliest)
+
+
+@pytest.mark.parametrize("question", ["Who lived longer, Martino Finotto or Franklin Edson?",
+                                      "Which is bigger, a cat or a dog?", "When was Navy Nurse released?"])
+def test_other_questions_are_not_compared(question):
+    assert comparison(question) is None
+
+
+def test_dates_are_read_from_the_answers_own_words_first():
+    assert date_of('3 February 1377 [1] — "born 1320"') == (1377, 2, 3)
+    assert date_of("April 2, 1965 [1]") == (1965, 4, 2) and date_of("Sept. 1990") == (1990, 9, 0)
+    assert date_of('It is not said [1] — "released in 1948"') == (1948, 0, 0)
+    assert date_of("Insufficient information.") is None and date_of("Soon [1]") is None
+
+
+def test_the_option_whose_date_wins_is_the_answer():
+    chunk = lambda n: RetrievedChunk(n, f"d{n}", f"s{n}.txt", "", 0.5)  # noqa: E731
+    replies = {"When was A released?": Answer("1992 [1]", "ppr", [chunk(1)]),
+               "When was B released?": Answer('5 May 1948 [1] — "B (1948)"', "ppr", [chunk(2)])}
+    answer = compare("Which film came out first, A or B?", lambda q: replies[q])
+    assert answer is not None and answer.text == "B (5 May 1948) [1]"
+    assert [c.chunk_id for c in answer.sources] == [2, 1]
+    assert [h["question"] for h in answer.hops] == ["When was B released?", "When was A released?"]
+    assert answer.hops[1]["answer"] == "1992 [2]"
+    replies["When was A released?"] = Answer("Insufficient information.", "ppr")
+    assert compare("Which film came out first, A or B?", lambda q: replies[q]) is None  # asked as it is

@@ -1,4 +1,5 @@
-"""Bridge questions answered one link at a time (the ``hops`` rule, beyond the paper).
+"""Bridge questions answered one link at a time (the ``hops`` rule), either-or questions about
+dates by comparing the dates of two when-answers (the ``compare`` rule); both beyond the paper.
 
 "Where was the director of film X born?" names the film, not the person whose birthplace it
 asks for. Retrieval finds both passages (the film's and the director's) for most such questions,
@@ -13,6 +14,13 @@ ordinary ``ask``: its own retrieval, its own answer form (a who-answer starts wi
 its sources). When a link yields no name (an abstention, or a sentence rather than a name) the
 question is asked as it stands. The final answer keeps its own citations; the links' answers
 follow it as ``Answer.hops`` and their cited sources are appended to ``Answer.sources``.
+
+``compare`` answers "Which film came out first, A or B?" (``questions.comparison``) by asking a
+when-question per option, reading the first date of each answer (``date_of``) and naming the
+option whose date wins: "A (1948) [1]". A 1.5B model asked the either-or question directly
+picks about as often as a coin (38 of 66 on 2Wiki dev); it reads one date far more reliably
+than it compares two. When either answer has no date, or both the same, the question is asked
+as it stands.
 """
 
 from __future__ import annotations
@@ -20,8 +28,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..lexicon import HOP_NOUNS
-from ..questions import MAX_HOPS, first_hop
+from ..lexicon import HOP_NOUNS, MONTHS
+from ..questions import MAX_HOPS, comparison, first_hop
 from .types import Answer
 
 MAX_BRIDGE_WORDS = 8  # a longer answer is a sentence, not a name
@@ -36,8 +44,9 @@ _RESTATES = re.compile(rf"(?:the\s+)?(?:{HOP_NOUNS})\b", re.IGNORECASE)
 
 def bridge_name(answer: str) -> str:
     """The name a "Who is the R of X?" answer gives: its words before the first citation, quote
-    or line break (before its first comma if longer than ``MAX_BRIDGE_WORDS``), and of a sentence its subject ("Mara Quill is the director of ...") or, when
-    the subject restates the link ("The director of X was Mara Quill"), its complement; ``""``
+    or line break (before its first comma if longer than ``MAX_BRIDGE_WORDS``), and of a
+    sentence its subject ("Mara Quill is the director of ...") or, when the subject restates
+    the link ("The director of X was Mara Quill"), its complement; ``""``
     for an abstention, more than ``MAX_BRIDGE_WORDS`` words or what starts like no name ("The
     film", "He")."""
     if _ABSTAINS.search(answer):
@@ -88,3 +97,46 @@ def _cited_after(answer: Answer, link: Answer) -> str:
                 answer.sources.append(chunk)
             numbers[cited] = 1 + (held.index(chunk.chunk_id) if chunk.chunk_id in held else len(held))
     return _CITED.sub(lambda m: f"[{numbers.get(int(m[1]), '?')}]", link.text)
+
+
+_MONTH = rf"(?P<{{}}>{MONTHS})\.?"
+_DATE = re.compile(rf"\b(?P<d1>\d{{1,2}}) {_MONTH.format('m1')},? (?P<y1>\d{{3,4}})\b"
+                   rf"|\b{_MONTH.format('m2')} (?:(?P<d2>\d{{1,2}}),? )?(?P<y2>\d{{3,4}})\b"
+                   r"|\b(?P<y3>\d{3,4})\b", re.IGNORECASE)
+_MONTH_NUMBER = {name[:3]: n for n, name in enumerate(MONTHS.split("|")[:12], 1)}
+
+
+def date_of(answer: str) -> tuple[int, int, int] | None:
+    """The first date an answer gives in its own words (else in the source words it quotes), as
+    (year, month, day) with 0 for a part it leaves out; ``None`` for an abstention or no date."""
+    if _ABSTAINS.search(answer):
+        return None
+    own = _ANSWER_END.split(answer, maxsplit=1)[0]
+    match = _DATE.search(own) or _DATE.search(answer)
+    if match is None:
+        return None
+    month = match["m1"] or match["m2"]
+    return (int(match["y1"] or match["y2"] or match["y3"]), _MONTH_NUMBER[month[:3].lower()] if month else 0,
+            int(match["d1"] or match["d2"] or 0))
+
+
+def compare(question: str, ask: Callable[[str], Answer]) -> Answer | None:
+    """The answer to an either-or question about dates from the dates of two when-answers, or
+    ``None`` when it is not one or the dates do not decide (module docstring)."""
+    compared = comparison(question)
+    if compared is None:
+        return None
+    answers = [ask(when) for when in compared.questions]
+    dates = [date_of(a.text) for a in answers]
+    if None in dates or dates[0] == dates[1]:
+        return None
+    wins = dates.index(min(dates) if compared.earliest else max(dates))  # type: ignore[type-var]
+    chosen, other = answers[wins], answers[1 - wins]
+    for answer, when in zip(answers, compared.questions):
+        answer.details["question"] = when
+    cited = _CITED.search(chosen.text)
+    when_text = _DATE.search(chosen.text)
+    text = f"{compared.options[wins]} ({when_text[0] if when_text else '?'}) {cited[0] if cited else ''}"
+    final = Answer(text.strip(), chosen.method, list(chosen.sources), dict(chosen.timings), chosen.retrieval,
+                   {**chosen.details, "form": "compare"}, list(chosen.withheld), list(chosen.hops))
+    return attach(final, [chosen, other])

@@ -45,6 +45,12 @@ class AnswerStream:
         self.answer = answer
         self._started = started
 
+    @classmethod
+    def whole(cls, answer: Answer) -> AnswerStream:
+        """A stream of an answer already complete: its text in one piece."""
+        text, answer.text = answer.text, ""
+        return cls(iter([text]), answer, time.perf_counter())
+
     def __iter__(self) -> Iterator[str]:
         first = True
         for piece in self._pieces:
