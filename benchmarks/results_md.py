@@ -275,9 +275,11 @@ def _right(answers: dict[str, dict], ids: list[str]) -> float:
 
 
 def _staged(data: dict[str, Any]) -> str:
-    """The method, with ``-focused`` when the focused answer stage wrote the answers."""
+    """The method, with ``-focused`` when the focused answer stage wrote the answers and the
+    answer rules switched off (``--rules-off``) after ``off``."""
     focused = data.get("answer_stage") == "focused" and not data["method"].endswith("-focused")
-    return data["method"] + ("-focused" if focused else "")
+    off = data.get("settings", {}).get("answer_rules_off") or ()
+    return data["method"] + ("-focused" if focused else "") + (f" off {'+'.join(off)}" if off else "")
 
 
 def _accuracy_row(result: Result) -> list[Any]:

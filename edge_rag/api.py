@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -290,21 +291,25 @@ class EdgeRAG:
         its ``.answer`` is complete once the iteration ends. A bridge question ("Where was the
         director of film X born?") is answered one link at a time (``answer/hops.py``, the
         ``hops`` rule), an either-or question about dates by comparing two when-answers (the
-        ``compare`` rule); the answers asked first are in ``Answer.hops``.
+        ``compare`` rule); the answers asked first are in ``Answer.hops``, the time they took in
+        ``timings["hops"]``.
         """
         off, ask = self.settings.answer_rules_off, lambda asked: self.ask(asked, method, top_k)
+        started = time.perf_counter()
         if "compare" not in off and (compared := compare_dates(question, ask)) is not None:
+            compared.timings["hops"] = (time.perf_counter() - started) * 1000
             return AnswerStream.whole(compared) if stream else compared
         links: list[Answer] = []
         if "hops" not in off:
             question, links = resolve_hops(question, ask)
+        asked_first = (time.perf_counter() - started) * 1000
         retrieval = self.retrieve(question, method=method, top_k=top_k)
         answerer = self.answerer
-        if stream:
-            streamed = answerer.stream(question, retrieval)
-            attach_hops(streamed.answer, links)
-            return streamed
-        return attach_hops(answerer.answer(question, retrieval), links)
+        streamed = answerer.stream(question, retrieval) if stream else None
+        answer = streamed.answer if streamed else answerer.answer(question, retrieval)
+        if links:
+            attach_hops(answer, links).timings["hops"] = asked_first
+        return streamed or answer
 
     @property
     def answerer(self) -> AnswerStage:

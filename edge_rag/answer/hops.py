@@ -46,9 +46,8 @@ def bridge_name(answer: str) -> str:
     """The name a "Who is the R of X?" answer gives: its words before the first citation, quote
     or line break (before its first comma if longer than ``MAX_BRIDGE_WORDS``), and of a
     sentence its subject ("Mara Quill is the director of ...") or, when the subject restates
-    the link ("The director of X was Mara Quill"), its complement; ``""``
-    for an abstention, more than ``MAX_BRIDGE_WORDS`` words or what starts like no name ("The
-    film", "He")."""
+    the link ("The director of X was Mara Quill"), its complement; ``""`` for an abstention,
+    more than ``MAX_BRIDGE_WORDS`` words or what starts like no name ("The film", "He")."""
     if _ABSTAINS.search(answer):
         return ""
     name = _ANSWER_END.split(answer, maxsplit=1)[0].strip(" .,:;\"'“”")
