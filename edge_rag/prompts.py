@@ -52,7 +52,8 @@ def answer_user(question: str, sources: list[tuple[str, str]]) -> str:
 
 # The focused answer stage (answer_stage = "focused"). The system prompt is a fixed prefix,
 # identical for every question, so its KV cache is reused across questions.
-FOCUSED_PROMPT_VERSION = "8"
+# 9: a question about a birth or death starts its answer with a birth or death date (forms.life_dates).
+FOCUSED_PROMPT_VERSION = "9"
 
 FOCUSED_SYSTEM = (
     "Answer the question with a short phrase copied from the numbered sources (chat messages "

@@ -37,6 +37,15 @@ TIME_SPAN = re.compile(rf"\b(?:(?:{DAY})\s+(?:at|around|from|by)\s+)?(?:{TIME})"
 DATE = re.compile(rf"\b\d{{1,2}} (?:{MONTHS}) \d{{4}}\b|\b(?:{MONTHS}) \d{{1,2}}, \d{{4}}\b"
                   rf"|\b(?:{MONTHS}) \d{{4}}\b|\b(?:1[5-9]|20)\d\d\b", re.IGNORECASE)
 STAMP = re.compile(r"\b\d{8}_\d{2}:\d{2}\b")
+BIRTH_QUESTION = re.compile(r"\bborn\b|\bbirth\b", re.IGNORECASE)
+DEATH_QUESTION = re.compile(r"\bdie[ds]?\b|\bdeath\b", re.IGNORECASE)
+_FULL_DATE = (rf"\d{{1,2}} (?:{MONTHS}) \d{{3,4}}|(?:{MONTHS}) \d{{1,2}}, \d{{3,4}}|(?:{MONTHS}) \d{{3,4}}"
+              r"|\d{3,4}")
+# "(2 November 1649, in Halle – 24 May 1697, in Weissenfels)", "(Arabic: ...; born 22 May 1953)".
+LIFE_SPAN = re.compile(rf"\(\s*(?:[^()]*?;\s*)?(?:born\s+)?(?P<birth>{_FULL_DATE})\b[^()–—]{{0,40}}?"
+                       rf"\s*[–—-]\s*(?:died\s+)?(?P<death>{_FULL_DATE})\b", re.IGNORECASE)
+BORN = re.compile(rf"\bborn\s+(?:on\s+|in\s+)?({_FULL_DATE})\b", re.IGNORECASE)
+DIED = re.compile(rf"\bdied\s+(?:on\s+|in\s+)?({_FULL_DATE})\b", re.IGNORECASE)
 NAME = re.compile(r"\b[A-Z][\w'\-]*(?:[ -](?:of |de |von |van |la |le )?[A-Z][\w'\-]*)*")
 NOT_NAME = re.compile(rf"(?:{MONTHS}|{WEEKDAYS}|[AP]M|OK|Hi|Hey|Thanks|Yes|No|Sure|Sounds|Great)\W*",
                       re.IGNORECASE)
@@ -93,9 +102,22 @@ def answer_form(question: str, evidence: str, chat: bool, best: list[str] | None
             question, evidence) if chat and kind == "time" else evidence)]
         if kind == "when":
             spans += STAMP.findall(evidence) if past or not spans else []
-            spans += [m.group() for m in DATE.finditer(evidence)]
+            dated = [m.group() for m in DATE.finditer(evidence)]
+            spans = list(life_dates(question, evidence)) or spans + dated
         return Form(kind, _unique(spans))
     return Form(kind)
+
+
+def life_dates(question: str, evidence: str) -> tuple[str, ...]:
+    """For a question about a birth or a death, the dates the evidence gives as one: after "born"
+    or "died", or first or second in a life span "(2 February 1282 – 3 December 1322)" (the
+    English convention for a person's dates); ``()`` for other questions or when there is none."""
+    death = DEATH_QUESTION.search(question) is not None
+    if not death and not BIRTH_QUESTION.search(question):
+        return ()
+    spans = [m["death" if death else "birth"] for m in LIFE_SPAN.finditer(evidence)]
+    spans += [m.group(1) for m in (DIED if death else BORN).finditer(evidence)]
+    return _unique(spans)
 
 
 def answer_span(question: str) -> re.Pattern[str] | None:
