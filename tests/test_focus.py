@@ -46,6 +46,18 @@ def test_answer_forms_take_their_starts_from_the_sources():
         "Blind Shaft", "Pearl Lust")
 
 
+def test_a_birth_or_death_question_starts_with_a_birth_or_death_date():
+    evidence = ("Diary of a Maniac is a 1993 Italian drama film directed by Marco Ferreri.\n"
+                "Marco Ferreri( 11 May 1928, in Milan – 9 May 1997) was an Italian film director.\n"
+                "Piero Schivazappa( born 14 April 1935) is a director. He died on 2 March 2001 in Rome.")
+    born = answer_form("When was Marco Ferreri born?", evidence, False)
+    assert born.starts == ("11 May 1928", "14 April 1935")
+    assert answer_form("What is the date of death of X?", evidence, False).starts == ("9 May 1997",
+                                                                                      "2 March 2001")
+    assert "1993" in answer_form("When was Diary of a Maniac released?", evidence, False).starts
+    assert "1993" in answer_form("When was X born?", "X is a 1993 film.", False).starts  # no life dates: all
+
+
 def test_a_date_no_source_has_means_abstain():
     doc = split_document(CHUNK, CHAT)
     assert dates_in("on April 15, 2026 and the 9th and 20260425") == {(4, 15), (0, 9), (4, 25)}
