@@ -234,6 +234,12 @@ _COMPARED = re.compile(
     r"^(?:which|who)\b(?P<head>.*?\b(?P<event>born|died|released|came out|published|founded|premiered|"
     r"older|younger)\b(?:\s+(?P<order>first|earlier|later|last|more recently|sooner))?[^,]*?),\s*"
     r"(?P<a>.+)\s+or\s+(?P<b>.+?)\s*\?\s*$", re.IGNORECASE)
+# The same asked the other ways: "Was A or B born first?", "Who was born first out of A and B?".
+_WAS_OR = re.compile(r"^(?:was|were|did)\s+(?P<a>.+?)\s+or\s+(?P<b>.+?)\s+"
+                     r"(?P<head>(?P<event>born|die|come out)\s+(?P<order>first|earlier|later|last))\s*\?\s*$",
+                     re.IGNORECASE)
+_OUT_OF = re.compile(r"^who\s+(?P<head>(?:was|were)\s+(?P<event>born)\s+(?P<order>first|earlier|later))"
+                     r"\s+out\s+of\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*\?\s*$", re.IGNORECASE)
 _OF_WHOSE = re.compile(rf"\b(?:has|with)\s+the\s+({HOP_NOUNS})\b|\bwhose\s+({HOP_NOUNS})\b", re.IGNORECASE)
 _WHEN = {"born": "When was {} born?", "older": "When was {} born?", "younger": "When was {} born?",
          "died": "When did {} die?", "founded": "When was {} founded?", "published": "When was {} published?"}
@@ -241,10 +247,10 @@ _WHEN = {"born": "When was {} born?", "older": "When was {} born?", "younger": "
 
 def comparison(question: str) -> Comparison | None:
     """The when-questions of an either-or question about dates, or ``None`` (module docstring)."""
-    match = _COMPARED.match(question.strip())
+    match = next((m for p in (_COMPARED, _WAS_OR, _OUT_OF) if (m := p.match(question.strip()))), None)
     if not match:
         return None
-    event = match["event"].lower()
+    event = {"die": "died", "come out": "came out"}.get(match["event"].lower(), match["event"].lower())
     order = (match["order"] or "").lower()
     if event in ("older", "younger"):
         order = "first" if event == "older" else "later"
