@@ -248,18 +248,30 @@ _WHEN = {"born": "When was {} born?", "older": "When was {} born?", "younger": "
 def comparison(question: str) -> Comparison | None:
     """The when-questions of an either-or question about dates, or ``None`` (module docstring)."""
     match = next((m for p in (_COMPARED, _WAS_OR, _OUT_OF) if (m := p.match(question.strip()))), None)
-    if not match:
+    event, order = _event_and_order(match) if match else ("", "")
+    if not match or not order:
         return None
-    event = {"die": "died", "come out": "came out"}.get(match["event"].lower(), match["event"].lower())
-    order = (match["order"] or "").lower()
-    if event in ("older", "younger"):
-        order = "first" if event == "older" else "later"
-    if not order:
-        return None
-    linked = _OF_WHOSE.search(match["head"])
-    noun = re.match(r"\s*(\w+)", match["head"]) if question.lower().startswith("which") else None
     options = (match["a"].strip(), match["b"].strip())
-    of = f"the {linked[1] or linked[2]} of {noun[1] + ' ' if noun else ''}" if linked else ""
+    of = _relation_of(match["head"], question)
     template = _WHEN.get(event, "When was {} released?")
     return Comparison(options, (template.format(of + options[0]), template.format(of + options[1])),
                       order in _EARLY)
+
+
+def _event_and_order(match: re.Match[str]) -> tuple[str, str]:
+    """What is dated ("born", "died", "released" ...) and which way it is compared ("" if not said);
+    "older" and "younger" compare births."""
+    event = {"die": "died", "come out": "came out"}.get(match["event"].lower(), match["event"].lower())
+    if event in ("older", "younger"):
+        return event, "first" if event == "older" else "later"
+    return event, (match["order"] or "").lower()
+
+
+def _relation_of(head: str, question: str) -> str:
+    """"the director of film " when the options are compared through a relation ("Which film has
+    the director born first"), else ""."""
+    linked = _OF_WHOSE.search(head)
+    if not linked:
+        return ""
+    noun = re.match(r"\s*(\w+)", head) if question.lower().startswith("which") else None
+    return f"the {linked[1] or linked[2]} of {noun[1] + ' ' if noun else ''}"
