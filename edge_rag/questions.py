@@ -206,12 +206,15 @@ def first_hop(question: str) -> Hop | None:
 
 def _names_one(described: str) -> bool:
     """Whether a link's description reads as one named thing: after at most two lowercase words
-    ("film", "song"), it starts and ends with a capitalised word ("Gone with the Wind" does; the
-    "Li Hua arrive" of "What time does Li Hua's mother arrive?" does not)."""
+    ("film", "song"), it starts and ends with a capitalised word and has no lowercase word
+    between but small ones ("Gone with the Wind" does; neither "Li Hua arrive" of "What time
+    does Li Hua's mother arrive?" nor "Jake move to Boston" of "When did the sister of Jake move
+    to Boston?" does)."""
     words = described.split()
     while words and words[0][0].islower() and len(described.split()) - len(words) < 2:
         words.pop(0)
-    return bool(words) and all(not w[0].islower() for w in (words[0], words[-1]))
+    return bool(words) and all(not w[0].islower() for w in (words[0], words[-1])) \
+        and all(w.lower() in STOPWORDS for w in words[1:-1] if w[0].islower())
 
 
 def _spelled_out(question: str) -> str:

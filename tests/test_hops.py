@@ -35,6 +35,7 @@ def test_a_chain_of_relation_nouns_gives_its_innermost_link(question, inner, out
     "Who is the father of Dui Finn?",  # one link and nothing more
     "Who is the stepmother of Sara Ali Khan?",
     "What time does Li Hua's mother arrive?",  # the description is not a name
+    "When did the sister of Jake move to Boston?",
     "What did the author of the book say?",
     "Where was Li Hua born?",
     "Which film came out first, Run The Race or Cup-Tie Honeymoon?",
