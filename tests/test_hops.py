@@ -113,12 +113,14 @@ def test_dates_are_read_from_the_answers_own_words_first():
 
 def test_the_option_whose_date_wins_is_the_answer():
     chunk = lambda n: RetrievedChunk(n, f"d{n}", f"s{n}.txt", "", 0.5)  # noqa: E731
-    replies = {"When was A released?": Answer("1992 [1]", "ppr", [chunk(1)]),
+    replies = {"When was A released?": Answer("1992 [1]", "ppr", [chunk(1), chunk(3)],
+                                              hops=[{"question": "Who made A?", "answer": "Ann [2]"}]),
                "When was B released?": Answer('5 May 1948 [1] — "B (1948)"', "ppr", [chunk(2)])}
     answer = compare("Which film came out first, A or B?", lambda q: replies[q])
     assert answer is not None and answer.text == "B (5 May 1948) [1]"
-    assert [c.chunk_id for c in answer.sources] == [2, 1]
-    assert [h["question"] for h in answer.hops] == ["When was B released?", "When was A released?"]
-    assert answer.hops[1]["answer"] == "1992 [2]"
+    assert [c.chunk_id for c in answer.sources] == [2, 3, 1]
+    assert answer.hops == [{"question": "When was B released?", "answer": '5 May 1948 [1] — "B (1948)"'},
+                           {"question": "Who made A?", "answer": "Ann [2]"},  # the other's own link
+                           {"question": "When was A released?", "answer": "1992 [3]"}]
     replies["When was A released?"] = Answer("Insufficient information.", "ppr")
     assert compare("Which film came out first, A or B?", lambda q: replies[q]) is None  # asked as it is
