@@ -30,6 +30,7 @@ import numpy as np
 from edge_rag import EdgeRAG, Settings
 from edge_rag.answer import RULES, FocusedAnswerer, Prepared, dates_in
 from edge_rag.answer.forms import SPEAKER_LINE, compact_text, question_kind
+from edge_rag.config import ASK_RULES
 from edge_rag.models.slm import SLM, Generation
 from edge_rag.retrieve import RETRIEVAL_VERSION, Retrieval
 
@@ -52,9 +53,8 @@ KINDS = ("Single", "Multi", "Null", "All")
 PREPARE_RULES = frozenset({"yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span",
                            "replies", "open"})
 FORMS = ("yesno", "choice", "who", "time", "when")
-# ``hops`` and ``compare`` act in ``EdgeRAG.ask``, before the stage: answer_accuracy --rules-off
-# measures them.
-STAGE_RULES = tuple(r for r in RULES if r not in ("hops", "compare"))
+# The ASK_RULES act in ``EdgeRAG.ask``, before the stage: answer_accuracy --rules-off measures them.
+STAGE_RULES = tuple(r for r in RULES if r not in ASK_RULES)
 PREPARED: dict[tuple[str, frozenset[str]], Prepared] = {}
 
 

@@ -16,10 +16,11 @@ EXTRACTORS = ("fast", "slm", "none")
 PLANNERS = ("names", "margin", "head", "slm", "rules")
 ANSWER_STAGES = ("focused", "plain")
 # The focused answer stage's rules (documented in edge_rag/answer/focused.py), each one switched
-# off by naming it in ``answer_rules_off``; ``hops`` and ``compare`` (edge_rag/answer/hops.py) act
-# in ``ask``, before either stage.
+# off by naming it in ``answer_rules_off``; the ``ASK_RULES`` (edge_rag/answer/hops.py) act in
+# ``ask``, before either stage.
+ASK_RULES = ("hops", "compare")
 ANSWER_RULES = ("yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span", "replies",
-                "open", "names", "bare", "echo", "quote", "sentence", "hops", "compare")
+                "open", "names", "bare", "echo", "quote", "sentence", *ASK_RULES)
 FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr", "titles")
 # The method of the CLI, the Python API and the server when none is named: the planner chooses
 # (issue 44: it finds more of the evidence than vector and answers at least as well, README).

@@ -29,13 +29,14 @@ import re
 from collections.abc import Callable
 
 from ..lexicon import HOP_NOUNS, MONTHS
+from ..prompts import NO_ANSWER
 from ..questions import MAX_HOPS, comparison, first_hop
 from .types import Answer
 
 MAX_BRIDGE_WORDS = 8  # a longer answer is a sentence, not a name
 _ANSWER_END = re.compile(r"\s*\[\d|\s+[—–]\s|\s+-\s|\s*\n")
-_ABSTAINS = re.compile(r"\binsufficient information\b|\bno source\b|\bnot (?:mentioned|given|known)\b",
-                       re.IGNORECASE)
+_ABSTAINS = re.compile(rf"\b{re.escape(NO_ANSWER.rstrip('.'))}\b|\bno source\b"
+                       r"|\bnot (?:mentioned|given|known)\b", re.IGNORECASE)
 _CITED = re.compile(r"\[(\d+)\]")
 _COPULA = re.compile(r",?\s+(?:is|was|were|are)\s+(?:the\s+)?|,\s+(?:who|the)\s+")
 _NOT_A_NAME = re.compile(r"(?:the|a|an|he|she|it|they|his|her|its|their|this|that)\b", re.IGNORECASE)
