@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -294,8 +294,36 @@ class EdgeRAG:
         ``compare`` rule); the answers asked first are in ``Answer.hops``, the time they took in
         ``timings["hops"]``.
         """
-        off, ask = self.settings.answer_rules_off, lambda asked: self.ask(asked, method, top_k)
+        return self.ask_with(question, lambda asked: self.retrieve(asked, method=method, top_k=top_k),
+                             stream=stream)
+
+    @overload
+    def ask_with(self, question: str, retrieve: Callable[[str], Retrieval], *,
+                 stream: Literal[False] = ..., retrieval: Retrieval | None = ...,
+                 max_new_tokens: int | None = ...) -> Answer: ...
+
+    @overload
+    def ask_with(self, question: str, retrieve: Callable[[str], Retrieval], *, stream: Literal[True],
+                 retrieval: Retrieval | None = ..., max_new_tokens: int | None = ...) -> AnswerStream: ...
+
+    @overload
+    def ask_with(self, question: str, retrieve: Callable[[str], Retrieval], *, stream: bool = ...,
+                 retrieval: Retrieval | None = ...,
+                 max_new_tokens: int | None = ...) -> Answer | AnswerStream: ...
+
+    def ask_with(self, question: str, retrieve: Callable[[str], Retrieval], *, stream: bool = False,
+                 retrieval: Retrieval | None = None,
+                 max_new_tokens: int | None = None) -> Answer | AnswerStream:
+        """:meth:`ask` with the caller's retrieval: ``retrieve`` finds the evidence of the question
+        and of every question the ``hops`` and ``compare`` rules ask first; ``retrieval``, when
+        given, is the question's own (used unless a rule rewrites the question). The server
+        retrieves on its own lane this way; ``max_new_tokens`` caps a streamed answer."""
+        off = self.settings.answer_rules_off
         started = time.perf_counter()
+
+        def ask(asked: str) -> Answer:
+            return self.ask_with(asked, retrieve)
+
         if "compare" not in off and (compared := compare_dates(question, ask)) is not None:
             compared.timings["hops"] = (time.perf_counter() - started) * 1000
             return AnswerStream.whole(compared) if stream else compared
@@ -303,9 +331,10 @@ class EdgeRAG:
         if "hops" not in off:
             question, links = resolve_hops(question, ask)
         asked_first = (time.perf_counter() - started) * 1000
-        retrieval = self.retrieve(question, method=method, top_k=top_k)
+        if retrieval is None or links:
+            retrieval = retrieve(question)
         answerer = self.answerer
-        streamed = answerer.stream(question, retrieval) if stream else None
+        streamed = answerer.stream(question, retrieval, max_new_tokens) if stream else None
         answer = streamed.answer if streamed else answerer.answer(question, retrieval)
         if links:
             attach_hops(answer, links).timings["hops"] = asked_first

@@ -12,6 +12,11 @@ from edge_rag.models import Embedder, ModelFolder
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_CHATS = ROOT / "export" / "demo" / "LiHua-World"
 SMALL_SLM = "smollm2-135m-int8"
+# Two passages a bridge question needs both of ("Where was the director of film Harbor Lights born?").
+FILM = ("Harbor Lights is a 1950 drama film directed by Mara Quill. It follows a lighthouse keeper "
+        "through one winter.")
+DIRECTOR = ("Mara Quill (4 May 1912 – 9 June 1980) was a film director. Quill was born in Tallinn and "
+            "studied painting before she made her first film.")
 EXPORT_HINT = "run 'edge-rag export embedder' first (the README's test command does)"
 
 

@@ -8,7 +8,7 @@ import pytest
 from edge_rag import EdgeRAG
 from edge_rag.cli import main
 
-from .conftest import SMALL_SLM
+from .conftest import DIRECTOR, FILM, SMALL_SLM
 
 
 @pytest.fixture()
@@ -201,12 +201,6 @@ def test_a_stream_capped_for_one_answer_leaves_the_stage_as_it_was(lihua_index, 
         assert rag.answerer.config is config and config.max_new_tokens == 24
     if stage == "plain":
         assert 1 <= rag.slm.count_tokens(text) <= 2
-
-
-FILM = ("Harbor Lights is a 1950 drama film directed by Mara Quill. It follows a lighthouse keeper "
-        "through one winter.")
-DIRECTOR = ("Mara Quill (4 May 1912 – 9 June 1980) was a film director. Quill was born in Tallinn and "
-            "studied painting before she made her first film.")
 
 
 @pytest.mark.parametrize("rules_off", [(), ("hops",)])

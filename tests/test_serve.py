@@ -7,6 +7,7 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 from benchmarks import sample_files as files
 from edge_rag import EdgeRAG
 
-from .conftest import ROOT, SMALL_SLM
+from .conftest import DIRECTOR, FILM, ROOT, SMALL_SLM
 from .serve_helpers import TOKEN, Server, copy_index, multipart, small_profile
 
 QUESTION = "When does Li Hua check in with Adam about moving in?"
@@ -267,6 +268,33 @@ def test_a_full_queue_answers_503_with_retry_after(lihua_index: Path, tmp_path: 
         assert all(r.status == 200 for r in replies if r not in busy) and len(busy) < len(replies)
     finally:
         assert server.stop() == 0
+
+
+def test_a_bridge_question_is_answered_link_by_link_whole_and_streamed(model_folder, tmp_path: Path) -> None:
+    from edge_rag.index import Document
+
+    with EdgeRAG.open(tmp_path / "index", progress=False, slm=SMALL_SLM) as rag:
+        assert rag.insert(Document.from_text(FILM, "film.txt"), Document.from_text(DIRECTOR, "quill.txt")).ok
+    server = Server(tmp_path / "index", small_profile(tmp_path))
+    try:
+        question = [{"role": "user", "content": "Where was the director of film Harbor Lights born?"}]
+        client = _client(server)
+        whole = client.chat.completions.create(model=SMALL_SLM, messages=question,
+                                               extra_body={"method": "vector"})
+        streamed = list(client.chat.completions.create(model=SMALL_SLM, messages=question, stream=True,
+                                                       extra_body={"method": "vector"}))
+    finally:
+        assert server.stop() == 0
+    # As in EdgeRAG.ask: the link is asked first, on its own retrieval; its answer is a name from
+    # the film's passage.
+    [link] = whole.model_extra["hops"]
+    assert link["question"] == "Who is the director of film Harbor Lights?"
+    assert link["answer"].startswith("Mara Quill")
+    cited = [int(n) for n in re.findall(r"\[(\d+)\]", link["answer"])]
+    assert cited and all(whole.model_extra["sources"][n - 1]["source"] == "film.txt" for n in cited)
+    assert streamed[-1].model_extra["hops"] == [link]
+    text = "".join(c.choices[0].delta.content or "" for c in streamed)
+    assert text == whole.choices[0].message.content
 
 
 def test_sigterm_during_a_streamed_answer_exits_0_and_the_index_opens_clean(lihua_index: Path,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import DIRECTOR, FILM, ROOT
 from .serve_helpers import TOKEN, Server, copy_index, small_profile
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -62,6 +62,13 @@ def test_the_chat_page_streams_an_answer_and_shows_its_sources(chromium, lihua_i
         cited = turn.locator(".sources pre").first
         assert cited.is_visible() and cited.inner_text().strip()
         assert "method vector" in turn.locator(".meta").inner_text()
+        for text, source in ((FILM, "film.txt"), (DIRECTOR, "quill.txt")):  # a bridge question's passages
+            assert server.request("POST", "/v1/documents", {"text": text, "source": source}).status == 201
+        page.fill("#question", "Where was the director of film Harbor Lights born?")
+        page.click("#send")
+        page.wait_for_selector("section.turn:nth-of-type(2)[data-done='true']", timeout=300_000)
+        hops = page.locator("section.turn").nth(1).locator(".hops li").first.inner_text()
+        assert hops.startswith("asked first: Who is the director of film Harbor Lights? → Mara Quill")
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOT), full_page=True)
     finally:

@@ -109,15 +109,28 @@ class Service:
         self.generation.check_room()
         retrieval = await self.retrieve(asked.query, asked.method, asked.top_k)
         retrieval.question = asked.question
-        return self.generation.submit(Job(lambda job: chat.generate(job, self.rag, asked, retrieval),
-                                          self.timeout))
+        retrieve = self._retriever(asked.method, asked.top_k, asyncio.get_running_loop())
+        work = lambda job: chat.generate(job, self.rag, asked, retrieval, retrieve)
+        return self.generation.submit(Job(work, self.timeout))
 
     async def retrieve(self, question: str, method: str, top_k: int | None) -> Retrieval:
         """Retrieval on its own lane, unless this profile's planner or keywords need the SLM."""
-        settings = self.rag.settings
-        uses_slm = method not in SLM_FREE and "slm" in (settings.planner, settings.keyword_extractor)
-        lane, rag = (self.generation, self.rag) if uses_slm else (self.retrieval, self._reader)
+        lane, rag = (self.generation, self.rag) if self._uses_slm(method) else (self.retrieval, self._reader)
         return await self._run(lane, lambda: rag.retrieve(question, method=method, top_k=top_k))
+
+    def _uses_slm(self, method: str) -> bool:
+        settings = self.rag.settings
+        return method not in SLM_FREE and "slm" in (settings.planner, settings.keyword_extractor)
+
+    def _retriever(self, method: str, top_k: int | None,
+                   loop: asyncio.AbstractEventLoop) -> Callable[[str], Retrieval]:
+        """Retrieval for the questions an answer rule asks first (``EdgeRAG.ask_with``), called on
+        the generation lane: handed to the retrieval lane through the event loop, or run on the
+        generation lane's own handle when retrieval needs the SLM (that lane is this one)."""
+        if self._uses_slm(method):
+            return lambda question: self.rag.retrieve(question, method=method, top_k=top_k)
+        return lambda question: asyncio.run_coroutine_threadsafe(
+            self.retrieve(question, method, top_k), loop).result(self.timeout)
 
     async def read(self, work: Callable[[EdgeRAG], T]) -> T:
         """Run a read of the index on the retrieval lane."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,14 +96,18 @@ def _content(message: dict) -> str:
     return content if isinstance(content, str) else ""
 
 
-def generate(job: Job, rag: EdgeRAG, request: ChatRequest, retrieval: Retrieval) -> tuple[Answer, str, int]:
+def generate(job: Job, rag: EdgeRAG, request: ChatRequest, retrieval: Retrieval,
+             retrieve: Callable[[str], Retrieval]) -> tuple[Answer, str, int]:
     """Stream the answer on the generation lane, sending each piece as it comes; stops between
-    two pieces when the job must stop. Returns (answer, finish reason, tokens)."""
+    two pieces when the job must stop. ``retrieval`` is the question's; ``retrieve`` serves the
+    questions the ``hops`` and ``compare`` rules ask first, as in ``EdgeRAG.ask``. Returns
+    (answer, finish reason, tokens)."""
     if job.stop_reason():
         job.stopped = job.stop_reason()
         raise Stopped(job.stopped)
     finish = "stop"
-    stream = rag.answerer.stream(request.question, retrieval, request.max_tokens)
+    stream = rag.ask_with(request.question, retrieve, stream=True, retrieval=retrieval,
+                          max_new_tokens=request.max_tokens)
     pieces = iter(stream)
     try:
         for piece in pieces:
@@ -128,10 +133,11 @@ def short_source(source: str) -> str:
 
 
 def extras(answer: Answer) -> dict[str, Any]:
-    """edge-rag's fields beside OpenAI's: sources, method, timings, the planner's choice."""
+    """edge-rag's fields beside OpenAI's: sources, method, timings, the planner's choice, the
+    questions a rule asked first (``hops``: each one's question and answer)."""
     data = answer.to_dict()
     return {"sources": sources(answer.sources), "method": answer.method,
-            "timings_ms": data["timings_ms"], "plan": data["plan"]}
+            "timings_ms": data["timings_ms"], "plan": data["plan"], "hops": data["hops"]}
 
 
 def completion_id() -> str:
