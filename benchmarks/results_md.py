@@ -463,14 +463,17 @@ def _speed_one(result: Result) -> str:
     lengths = data["prompt_tokens"] if isinstance(data["prompt_tokens"], list) else [data["prompt_tokens"]]
     rows = [[r["model"], r["variant"], r.get("prompt_tokens", ""), _f(r.get("file_mb"), 0),
              _f(r.get("prefill_tps"), 0), _f(r.get("decode_tps"), 1), _f(r.get("decode_vs_llama"), 2),
-             _f(r.get("prefill_vs_llama"), 2), _f(r.get("decode_tps_lookup"), 1), _f(r.get("ttft_ms"), 0),
+             _f(r.get("prefill_vs_llama"), 2), _f(r.get("decode_tps_lookup"), 1), _f(r.get("read_mb"), 0),
+             _f(r.get("read_gbs"), 1), _f(r.get("ceiling_tps"), 1), _f(r.get("ttft_ms"), 0),
              _f(r.get("peak_rss_mb"), 0), r.get("runtime", "")] for r in data["rows"]]
     title = (f"### {' and '.join(map(str, lengths))}-token prompts, {data['new_tokens']} new tokens "
              f"(`{result.name}`)")
-    return "\n\n".join([title, table(["model", "variant", "prompt tokens", "file MB", "prefill tok/s",
-                                      "decode tok/s", "decode × llama.cpp", "prefill × llama.cpp",
-                                      "decode with lookup", "TTFT ms", "peak RSS MB", "runtime"], rows),
-                        _when(result)])
+    bus = (f"Memory bus: {data['bus_gbs']} GB/s read with {data['bus_threads']} threads; a decode step "
+           "reads `read MB`, so no runtime decodes faster than `ceiling`.") if "bus_gbs" in data else ""
+    return "\n\n".join(filter(None, [title, table(
+        ["model", "variant", "prompt tokens", "file MB", "prefill tok/s", "decode tok/s",
+         "decode × llama.cpp", "prefill × llama.cpp", "decode with lookup", "read MB", "read GB/s",
+         "ceiling tok/s", "TTFT ms", "peak RSS MB", "runtime"], rows), bus, _when(result)]))
 
 
 def export_memory(results: list[Result]) -> str:

@@ -25,6 +25,13 @@ of the runtime on the same folder happens in one run: ``--variants q4 q4@2965484
 graph that checks drafted tokens (exporter version 4 on) the same prompt is decoded again with
 prompt lookup (``edge_rag/models/lookup.py``, the runtime's default for greedy decoding):
 ``decode_tps_lookup``, the drafted tokens ``accepted`` and whether the text was the same.
+
+The memory bus bounds decoding: one step reads every weight once (all but the embedding rows it
+does not look up). ``read_mb`` is what a step of the row's model file reads, ``read_gbs`` that
+times ``decode_tps``; ``bus_gbs`` is the fastest this machine streams memory (``--bus-threads``
+threads of numpy reductions over disjoint parts of a 1 GiB array, the best of 5 passes, measured
+once per run) and ``ceiling_tps`` = ``bus_gbs`` / ``read_mb``, the decode speed no runtime reading
+those bytes once per token can pass.
 """
 
 from __future__ import annotations
@@ -81,6 +88,7 @@ def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int, threa
                  "accepted": drafted.accepted_tokens, "same_text": drafted.text == result.text}
     size = sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith("model.onnx"))
     return {**extra, "model": model, "variant": variant, "file_mb": round(size / 2**20, 1),
+            "read_mb": round(onnx_read_mb(folder), 1),
             "load_s": round(load_s, 2), "prompt_tokens": result.prompt_tokens,
             "prefill_tps": round(result.prompt_tokens / (result.prefill_ms / 1000), 1),
             "decode_tps": round((result.new_tokens - 1) / (result.decode_ms / 1000), 1),
@@ -128,8 +136,57 @@ def measure_llama_cpp(model: str, prompt_tokens: int, new_tokens: int, threads: 
     decode_s = time.perf_counter() - start
 
     return {**_timed_row(model, "llama.cpp", gguf, load_s, len(ids), prefill_s, decode_s, new_tokens,
-                         peak_rss_mb()), "runtime": f"llama-cpp-python {llama_cpp.__version__} "
-            f"(built here), {threads} threads"}
+                         peak_rss_mb()), "read_mb": round(gguf_read_mb(gguf), 1),
+            "runtime": f"llama-cpp-python {llama_cpp.__version__} (built here), {threads} threads"}
+
+
+def onnx_read_mb(folder: Path) -> float:
+    """MiB of weights one decode step of an exported graph reads: every initializer but those a
+    Gather picks rows from (the token embeddings: one row a token). Needs ``onnx``."""
+    import numpy as np
+    import onnx
+
+    model = onnx.load(str(folder / "model.onnx"), load_external_data=False)
+    gathered = {name for node in model.graph.node if node.op_type.startswith("Gather") for name in node.input}
+    total = 0
+    for tensor in model.graph.initializer:
+        if tensor.name not in gathered:
+            external = {entry.key: entry.value for entry in tensor.external_data}
+            item = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+            total += int(external.get("length", 0)) or item * int(np.prod(tensor.dims))
+    return total / 2**20
+
+
+def gguf_read_mb(path: Path) -> float:
+    """MiB one llama.cpp decode step reads from a GGUF: every tensor but the token embeddings,
+    unless they are the output layer too (tied, as in Qwen2.5's small models: read whole)."""
+    import gguf
+
+    sizes = {t.name: int(t.n_bytes) for t in gguf.GGUFReader(str(path)).tensors}
+    if "output.weight" in sizes:
+        sizes.pop("token_embd.weight", None)
+    return sum(sizes.values()) / 2**20
+
+
+def bus_gbs(threads: int, mib: int = 1024, passes: int = 5) -> float:
+    """GB/s this machine streams from memory: ``threads`` threads each reducing its part of a
+    ``mib`` MiB array (numpy releases the GIL), the best of ``passes``."""
+    import threading
+
+    import numpy as np
+
+    words = np.ones(mib * 2**20 // 8, dtype=np.uint64)
+    parts = np.array_split(words, threads)
+    best = float("inf")
+    for _ in range(passes + 1):  # the first pass faults the pages in
+        workers = [threading.Thread(target=np.bitwise_or.reduce, args=(part,)) for part in parts]
+        start = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        best = min(best, time.perf_counter() - start)
+    return words.nbytes / best / 1e9
 
 
 class PromptText:
@@ -232,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"slm_speed: {LLAMA_HINT}", file=sys.stderr)
         return 2
     runs = [(m, v) for m in args.models for v in args.variants if _available(m, v, args)]
+    args.bus_gbs = round(bus_gbs(args.bus_threads or os.cpu_count() or 1), 1)
     measured: list[dict] = []
     for repeat in range(args.repeats):
         for model, variant in runs:
@@ -247,13 +305,16 @@ def _report(measured: list[dict], args: argparse.Namespace) -> None:
     """Medians over the repeats so far, the ratios to llama.cpp, the table and the JSON."""
     rows = _medians(measured, args.stat)
     _add_ratios(rows)
+    _add_roofline(rows, args.bus_gbs)
     headers = ["model", "variant", "prompt_tokens", "file_mb", "load_s", "prefill_tps",
                "decode_tps", "decode_vs_llama", "prefill_vs_llama", "decode_vs_shortest",
-               "decode_tps_lookup", "lookup_vs_llama", "ttft_ms", "peak_rss_mb", "repeats"]
+               "decode_tps_lookup", "lookup_vs_llama", "read_mb", "read_gbs", "ceiling_tps",
+               "ttft_ms", "peak_rss_mb", "repeats"]
     print(markdown_table(headers, [[r.get(h, "") for h in headers] for r in rows]))
     payload = {"prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
                "repeats": max(r["repeat"] for r in measured) + 1 if measured else 0,
                "stat": args.stat, "threads": args.threads, "load_average": list(os.getloadavg()),
+               "bus_gbs": args.bus_gbs, "bus_threads": args.bus_threads or os.cpu_count(),
                "rows": rows,
                "runs": measured}
     name = args.output or "slm_speed_p" + "_".join(str(n) for n in sorted(args.prompt_tokens))
@@ -319,6 +380,15 @@ def _add_ratios(rows: list[dict]) -> None:
                 row[ratio] = round(row[speed] / first[key], 2)
 
 
+def _add_roofline(rows: list[dict], bus: float) -> None:
+    """read_gbs: the bytes a decode step reads times decode_tps; ceiling_tps: the memory bus's
+    rate over those bytes (``bus_gbs``), the speed no runtime that reads them once a token passes."""
+    for row in rows:
+        if row.get("read_mb") and row.get("decode_tps"):
+            row["read_gbs"] = round(row["read_mb"] * 2**20 * row["decode_tps"] / 1e9, 1)
+            row["ceiling_tps"] = round(bus * 1e9 / (row["read_mb"] * 2**20), 1)
+
+
 def _child(model: str, variant: str, args: argparse.Namespace) -> list[dict]:
     folder_variant, _, commit = variant.partition("@")
     command = [sys.executable, "-m", "benchmarks.slm_speed", "--child", model, folder_variant,
@@ -366,6 +436,8 @@ def _parser() -> argparse.ArgumentParser:
                         "(cores shared with other jobs)")
     parser.add_argument("--output", default="", help="results file name, no .json "
                         "(default: slm_speed_pN_M)")
+    parser.add_argument("--bus-threads", type=int, default=0,
+                        help="threads of the memory-bus probe (default 0: one per core)")
     parser.add_argument("--llama-threads", type=int, default=0,
                         help="llama.cpp threads for prefill and decode (default 0: one per core)")
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "VARIANT"), help=argparse.SUPPRESS)
