@@ -982,7 +982,18 @@ prefills at parity, in 1.2 GB against 2.0. Exporter version 4's fp32-compute hea
 both runtimes at 2 threads) the 1.5B decodes 1.17–1.21× and prefills 1.18–1.28× as fast as
 llama.cpp, the 0.5B 1.32–1.67× and 1.8–2.3×. On the Intel VM of the earlier files
 llama-cpp-python's default native build dies of SIGILL in llama.cpp's AMX kernels: build it
-without AMX (`benchmarks/slm_speed.py`'s docstring) before `--variants llama.cpp`."""
+without AMX (`benchmarks/slm_speed.py`'s docstring) before `--variants llama.cpp`.
+
+The memory bus (`slm_speed_roofline.json`, 7 December 2026, the same AMD machine, 2 threads, 3
+interleaved repeats): a decode step of the 1.5B reads 833 MB of weights here (the 4-bit layers and
+LM head; the embedding rows are gathered) and 935 MB in llama.cpp (its Q6_K output layer). Two
+threads stream 34.5 GB/s, so no runtime that reads those bytes once a token decodes the 1.5B faster
+than 39.5 tok/s (35.2 for llama.cpp's file). Both runtimes read 18–23 GB/s while decoding (53–68 %
+of the bus). Issue 44's bar, 1.5× llama.cpp, is 34–36 tok/s: 87–91 % of the bus for this
+runtime's bytes. In this run the 1.5B decodes 1.06× llama.cpp at 315 prompt tokens and 0.94× at
+1,014; the run of 02:30 gave 1.17× and 1.21×. The single repeats vary by up to 20 % (1.5B q4 at
+1,014 tokens: 19.4 to 23.4 tok/s), so ratios below about 1.2 do not separate the two runtimes
+on this shared VM. The 0.5B decodes 1.33–1.46× llama.cpp and prefills 1.8–1.9× as fast."""
 
 MEMORY_READING = """\
 The estimate is on the safe side for Qwen2.5-0.5B (its weight file is counted whole, but the
