@@ -144,6 +144,29 @@ def test_slm_speed_without_llama_cpp_names_the_extra_that_builds_it(monkeypatch,
     assert "pip install 'edge-rag[llama]'" in capsys.readouterr().err
 
 
+def test_the_roofline_counts_what_a_decode_step_reads(tmp_path) -> None:
+    onnx = pytest.importorskip("onnx")
+    import numpy as np
+
+    from benchmarks.slm_speed import _add_roofline, bus_gbs, onnx_read_mb
+
+    # The embedding table is gathered (one row a token); the projection is read whole.
+    table, projection = np.ones((1000, 64), np.float32), np.ones((64, 64), np.float32)
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Gather", ["table", "ids"], ["x"]),
+         onnx.helper.make_node("MatMul", ["x", "projection"], ["y"])], "step",
+        [onnx.helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [1])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 64])],
+        [onnx.numpy_helper.from_array(table, "table"),
+         onnx.numpy_helper.from_array(projection, "projection")])
+    onnx.save(onnx.helper.make_model(graph), tmp_path / "model.onnx")
+    assert onnx_read_mb(tmp_path) == projection.nbytes / 2**20
+    rows = [{"read_mb": 1000.0, "decode_tps": 20.0}, {"decode_tps": 5.0}]
+    _add_roofline(rows, bus=10.0)
+    assert rows[0]["read_gbs"] == 21.0 and rows[0]["ceiling_tps"] == 9.5 and "ceiling_tps" not in rows[1]
+    assert bus_gbs(2, mib=8, passes=1) > 0
+
+
 def test_a_density_family_is_its_first_documents_up_to_lihuas_size() -> None:
     from benchmarks.scale_corpus import documents, text_bytes
     from benchmarks.scale_density import family_documents
