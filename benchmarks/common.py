@@ -16,7 +16,7 @@ import string
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 from edge_rag import EdgeRAG, Settings
 from edge_rag.config import models_home
 from edge_rag.prompts import FOCUSED_PROMPT_VERSION, PROMPT_VERSION
+from edge_rag.questions import comparison, first_hop
 from edge_rag.retrieve import RETRIEVAL_VERSION
 from edge_rag.store.vectors import CANDIDATES_FILE
 
@@ -304,8 +305,28 @@ def answer_all(rag: EdgeRAG, dataset: str, queries: list[dict], method: str, slm
     return [_answer(rag, q, method, cache, path) for q in queries]
 
 
+def rule_questions(question: str, rules_off: Sequence[str]) -> list[str]:
+    """What ``ask``'s rules would ask first about ``question``, by their parse alone: the
+    ``compare`` rule's when-questions, else the ``hops`` rule's first link, else nothing. A cached
+    answer keeps it (``asks``), so that a changed parse answers the question again."""
+    if "compare" not in rules_off and (compared := comparison(question)) is not None:
+        return list(compared.questions)
+    if "hops" not in rules_off and (hop := first_hop(question)) is not None:
+        return [hop.inner]
+    return []
+
+
+def _stale(row: dict | None, asks: list[str]) -> bool:
+    # A row kept before ``asks`` was recorded is stale when the rules would touch its question
+    # and it records no question asked first.
+    if row is None:
+        return True
+    return row["asks"] != asks if "asks" in row else bool(asks) and "hops" not in row
+
+
 def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Path) -> dict:
-    if query["id"] not in cache:
+    asks = rule_questions(query["question"], rag.settings.answer_rules_off)
+    if _stale(cache.get(query["id"]), asks):
         answer = rag.ask(query["question"], method=method)
         retrieve = sum(answer.retrieval.timings_ms.values()) if answer.retrieval else 0.0
         cache[query["id"]] = {"id": query["id"], "answer": answer.text,
@@ -316,7 +337,7 @@ def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Pat
                               "cached_tokens": answer.timings.get("cached_tokens"),
                               **{k: answer.details.get(k)
                                  for k in ("form", "abstain", "unsupported", "p_abstain", "p_no")},
-                              **({"hops": answer.hops} if answer.hops else {})}
+                              **({"hops": answer.hops} if answer.hops else {}), "asks": asks}
         with open(cache_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(cache[query["id"]]) + "\n")
         print(f"[{time.strftime('%H:%M:%S')}] {query['id']} {query['type']}: {answer.text[:80]!r}",

@@ -167,6 +167,22 @@ def test_the_roofline_counts_what_a_decode_step_reads(tmp_path) -> None:
     assert bus_gbs(2, mib=8, passes=1) > 0
 
 
+def test_a_cached_answer_is_asked_again_when_the_rules_parse_its_question_otherwise() -> None:
+    from benchmarks.common import _stale, rule_questions
+
+    bridge = "Where was the director of film Harbor Lights born?"
+    compared = "Which film came out first, Harbor Lights or Cup-Tie Honeymoon?"
+    assert rule_questions(bridge, ()) == ["Who is the director of film Harbor Lights?"]
+    assert rule_questions(bridge, ("hops",)) == [] and rule_questions("Who is Mara Quill?", ()) == []
+    assert rule_questions(compared, ()) == ["When was Harbor Lights released?",
+                                            "When was Cup-Tie Honeymoon released?"]
+    asks = rule_questions(bridge, ())
+    assert _stale(None, []) and not _stale({"asks": asks}, asks) and _stale({"asks": []}, asks)
+    # Rows kept before the parse was recorded: stale only where the rules act and asked nothing.
+    assert not _stale({"answer": "x"}, []) and not _stale({"hops": [{}]}, asks)
+    assert _stale({"answer": "x"}, asks)
+
+
 def test_a_density_family_is_its_first_documents_up_to_lihuas_size() -> None:
     from benchmarks.scale_corpus import documents, text_bytes
     from benchmarks.scale_density import family_documents

@@ -24,6 +24,10 @@ from edge_rag.retrieve import RetrievedChunk
      "Who is the father of Aleksander Koniecpolski (1620–1659)?", "Which country {} is from?"),
     ("Where did the director of film Gone with the Wind graduate from?",
      "Who is the director of film Gone with the Wind?", "Where did {} graduate from?"),
+    ("What is the award that the performer of song Little Wing got?",
+     "Who is the performer of song Little Wing?", "What is the award that {} got?"),
+    ("Which award the director of film Harbor Lights earned?",
+     "Who is the director of film Harbor Lights?", "Which award {} earned?"),
 ])
 def test_a_chain_of_relation_nouns_gives_its_innermost_link(question, inner, outer):
     hop = first_hop(question)
