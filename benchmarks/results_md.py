@@ -939,7 +939,12 @@ comparison two to four (about 11 s). No LiHua-World dev question is a bridge, a 
 birth/death question: its figures are unchanged by construction. The rules were written looking
 at the 200-question subset's answers only; on the other 200 dev questions (the `_limit400` runs
 less that subset) the 1.5B goes from 0.340 to 0.635 (halves 0.358 / 0.324 to 0.684 / 0.590), as
-much as on the subset, and from 0.365 to 0.648 on all 400."""
+much as on the subset, and from 0.365 to 0.648 on all 400. On 7 December "earned" and "got" joined
+the verbs that end a bridge ("Which award the director of film X earned?"): 4 of the 400 questions
+are split now (2 right more, 1 fewer): 0.650 on all 400, the subset unchanged at 0.660. The
+1.5B's LiHua-World dev answers with `vector` are 0.429 (halves 0.411 / 0.448) against 0.449
+with `auto`, and the 0.5B's 0.417: the bigger model is +0.012 over the smaller with `vector`,
++0.043 with `auto`."""
 
 ANSWER_RULES_READING = """\
 Runs of 6 December 2026 on a machine shared with three other jobs (load 15-25 on 2 cores): the
