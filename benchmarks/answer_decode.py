@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
           f"decode time stepwise / lookup: {summary['decode_ratio']}")
     payload = {"dataset": args.dataset, "slm": slm, "method": args.method, "limit": args.limit,
                "draft_tokens": args.draft_tokens, "summary": summary, "answers": rows}
-    print(f"wrote {write_result(f'answer_decode_{args.dataset}_{slm}', payload)}")
+    print(f"wrote {write_result(args.output or f'answer_decode_{args.dataset}_{slm}', payload)}")
     return 0
 
 
@@ -86,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(parents=[shared], description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--slm", help="model folder name (default: the profile's SLM)")
+    parser.add_argument("--output", default="", help="results file name, no .json "
+                        "(default: answer_decode_DATASET_SLM)")
     parser.add_argument("--method", default="vector", help="retrieval method")
     parser.add_argument("--draft-tokens", type=int, default=3, help="prompt-lookup draft length")
     return parser

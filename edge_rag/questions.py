@@ -74,7 +74,8 @@ _KIN_WORDS = re.compile(rf"\b({_KIN})\b", re.IGNORECASE)
 _LINK = re.compile(rf"\bthe\s+({HOP_NOUNS})\s+of\s+", re.IGNORECASE)
 # What the outer question says after the description: "... born?", "... graduate from?".
 _TAIL = re.compile(r"\s+(?:(?:was|is|were)\s+)?(?:born|die|died|buried|study|studied|graduate(?:d)? from|"
-                   r"work|worked|live|lived|won|win|receive|received|earn|earned|get|got|come from|from|located)\b[^?]*\?\s*$"
+                   r"work|worked|live|lived|won|win|receive|received|earn|earned|get|got|come from|from|"
+                   r"located)\b[^?]*\?\s*$"
                    r"|\s*\?\s*$")
 _ONE_LINK = re.compile(r"(?:who|whom|what)\s+(?:is|was|are|were)\s+\{\}\s*\?", re.IGNORECASE)
 MAX_HOPS = 3
