@@ -476,6 +476,19 @@ def _speed_one(result: Result) -> str:
          "ceiling tok/s", "TTFT ms", "peak RSS MB", "runtime"], rows), bus, _when(result)]))
 
 
+def answer_decode(results: list[Result]) -> str:
+    """One row per file: model, drafted tokens, decode speed both ways, answers alike."""
+    rows = []
+    for result in sorted(results, key=lambda r: (str(_get(r, "slm", "")), str(_get(r, "when", "")))):
+        data, summary = result.data, result.data["summary"]
+        step, look = summary["stepwise"], summary["lookup"]
+        rows.append([data["slm"], data["draft_tokens"], step["answers"], _f(step["decode_tps"], 1),
+                     _f(look["decode_tps"], 1), _f(summary["decode_ratio"], 2), summary["identical_answers"],
+                     f"{step['right']} / {look['right']}", str(data["when"])[:10], f"`{result.name}`"])
+    return table(["SLM", "drafted tokens", "answers", "stepwise tok/s", "lookup tok/s", "decode time ×",
+                  "identical answers", "right (stepwise / lookup)", "date", "file"], rows)
+
+
 def export_memory(results: list[Result]) -> str:
     """Peak RSS of each export run under the watchdog (benchmarks.export_memory)."""
     return _each(_export_memory_one, results)
@@ -1130,6 +1143,13 @@ same run. Files before issue 44 (runtime "node-llama-cpp ... prebuilt", or rows 
 it about 1.7× slower than the native build on this CPU: their comparisons (2.2× on decode)
 overstate edge-rag's lead. Timings vary by about 15 % between runs on this machine.""",
             slm_speed, SLM_READING),
+    Section("Prompt lookup on answers", ("answer_decode_*.json",), """\
+`python -m benchmarks.answer_decode --slm S --draft-tokens N [--output NAME]`: the focused answer
+stage answers 60 type-stratified LiHua-World dev questions (`vector`) twice each, one token a call
+and with N tokens drafted by prompt lookup (`edge_rag/models/lookup.py`), in alternating order
+from an empty KV cache; abstentions are left out. "decode time ×" is stepwise over lookup decoding
+time; answers can differ where a several-token call rounds a near tie the other way. Files
+before 7 December 2026 were measured with exporter version 4's graphs.""", answer_decode),
     Section("Board SLMs", ("board_slm_*.json",), """\
 `python -m benchmarks.board_slm --limit N`: each SLM with the profile's settings (budget lifted) in
 its own process on the LiHua index, one warm-up answer, then N type-stratified dev questions
