@@ -88,7 +88,7 @@ def measure(model: str, variant: str, prompt_tokens: int, new_tokens: int, threa
                  "accepted": drafted.accepted_tokens, "same_text": drafted.text == result.text}
     size = sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith("model.onnx"))
     return {**extra, "model": model, "variant": variant, "file_mb": round(size / 2**20, 1),
-            "read_mb": round(onnx_read_mb(folder), 1),
+            "read_mb": None if (read := onnx_read_mb(folder)) is None else round(read, 1),
             "load_s": round(load_s, 2), "prompt_tokens": result.prompt_tokens,
             "prefill_tps": round(result.prompt_tokens / (result.prefill_ms / 1000), 1),
             "decode_tps": round((result.new_tokens - 1) / (result.decode_ms / 1000), 1),
@@ -140,11 +140,16 @@ def measure_llama_cpp(model: str, prompt_tokens: int, new_tokens: int, threads: 
             "runtime": f"llama-cpp-python {llama_cpp.__version__} (built here), {threads} threads"}
 
 
-def onnx_read_mb(folder: Path) -> float:
+def onnx_read_mb(folder: Path) -> float | None:
     """MiB of weights one decode step of an exported graph reads: every initializer but those a
-    Gather picks rows from (the token embeddings: one row a token). Needs ``onnx``."""
+    Gather picks rows from (the token embeddings: one row a token). None without ``onnx`` (a
+    device with the runtime alone: its rows have no roofline)."""
     import numpy as np
-    import onnx
+
+    try:
+        import onnx
+    except ImportError:
+        return None
 
     model = onnx.load(str(folder / "model.onnx"), load_external_data=False)
     gathered = {name for node in model.graph.node if node.op_type.startswith("Gather") for name in node.input}
