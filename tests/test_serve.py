@@ -399,6 +399,30 @@ def test_a_lane_runs_one_job_at_a_time_refuses_when_full_and_stops_late_jobs() -
     asyncio.run(scenario())
 
 
+def test_a_rules_next_question_is_not_retrieved_for_a_stopped_job() -> None:
+    import asyncio
+
+    from edge_rag.serve.chat import stopping
+    from edge_rag.serve.queue import Job, Stopped
+
+    asked: list[str] = []
+
+    def retrieve(question: str):
+        asked.append(question)
+        return question
+
+    async def scenario() -> None:
+        live, cancelled = Job(lambda job: None, timeout=60), Job(lambda job: None, timeout=60)
+        cancelled.cancel()  # its client left while a link was answered
+        assert stopping(live, retrieve)("Who is the director of film X?")
+        with pytest.raises(Stopped):
+            stopping(cancelled, retrieve)("When was Y released?")
+        assert cancelled.stopped == "cancelled"
+
+    asyncio.run(scenario())
+    assert asked == ["Who is the director of film X?"]
+
+
 def test_an_encrypted_index_is_served_with_its_key_file_and_refused_without(lihua_index: Path,
                                                                            tmp_path: Path) -> None:
     index = copy_index(lihua_index, tmp_path)

@@ -102,11 +102,9 @@ def generate(job: Job, rag: EdgeRAG, request: ChatRequest, retrieval: Retrieval,
     two pieces when the job must stop. ``retrieval`` is the question's; ``retrieve`` serves the
     questions the ``hops`` and ``compare`` rules ask first, as in ``EdgeRAG.ask``. Returns
     (answer, finish reason, tokens)."""
-    if job.stop_reason():
-        job.stopped = job.stop_reason()
-        raise Stopped(job.stopped)
+    stop_if_due(job)
     finish = "stop"
-    stream = rag.ask_with(request.question, retrieve, stream=True, retrieval=retrieval,
+    stream = rag.ask_with(request.question, stopping(job, retrieve), stream=True, retrieval=retrieval,
                           max_new_tokens=request.max_tokens)
     pieces = iter(stream)
     try:
@@ -119,6 +117,23 @@ def generate(job: Job, rag: EdgeRAG, request: ChatRequest, retrieval: Retrieval,
     finally:
         pieces.close()  # type: ignore[attr-defined]
     return stream.answer, finish, rag.slm.count_tokens(stream.answer.text)
+
+
+def stopping(job: Job, retrieve: Callable[[str], Retrieval]) -> Callable[[str], Retrieval]:
+    """``retrieve`` that first stops the job when it must stop: a rule's next question (a link, an
+    option's date) is not asked for a client that left or a request past its time."""
+    def checked(question: str) -> Retrieval:
+        stop_if_due(job)
+        return retrieve(question)
+
+    return checked
+
+
+def stop_if_due(job: Job) -> None:
+    """Raise ``Stopped`` (and note why on the job) when it must stop now."""
+    if job.stop_reason():
+        job.stopped = job.stop_reason()
+        raise Stopped(job.stopped)
 
 
 def sources(chunks: list[RetrievedChunk]) -> list[dict[str, Any]]:
