@@ -1196,21 +1196,23 @@ from the one before (the stage's own KB/s and peak RSS), then measured in fresh 
 p50 of `vector`, `ppr` and `auto` over the LiHua dev questions, the first `ppr` question of a new
 process, the peak RSS of the `edge-rag retrieve` and `ask` commands, and recall@5 of the LiHua
 evidence among the distractors. Timings are from a shared machine: compare sizes within a run.""", scale,
-            """Built to 30× on 6 December 2026, re-measured the same evening beside `ec3a7a5` on the
-same indexes (`python -m benchmarks.scale --sizes 1,3,10,30 --compare <worktree of ec3a7a5>`) at
-load 2.5-3.3, so its latencies are higher than a quiet machine's: compare the before / after pairs.
-`ppr` now opens the relation vectors only when a method searches them (`dual`): at 30× their exact
-matrix is 32 MB, and `retrieve` peaks at 230 MiB (283 before, in this run), the cold first query
-0.44 s (0.89). Two seed rules for large collections (`ppr.py`: an n-gram inside a longer matched
-name seeds nothing; an n-gram that is no specific term is no rarer than its rarest word in the
-chunks) take ppr recall@5 at 30× from 0.858 to 0.880, 0.029 under 1× (0.909); at 3× it moves 0.890 →
-0.884 and at 10× 0.862 → 0.884. Earlier, at 30× the chunk vectors crossed `vector_file_min` (then
-65,536) into an HNSW file that found 45 % of the exact top 10 (vector R@5 0.383, ppr 0.759): the
-threshold is now 262,144. Build text per CPU second falls 4.34 → 3.77 → 2.52 KB (1×, 10×, 30×
-stages, built before the graph changes of that evening): a KB of encyclopedic text makes a third
-more chunks than a KB of chat, and the refresh's mention reads grew with the index; the marginal
-build below separates the two. Index bytes per KB are higher above 1× because encyclopedic
-passages yield 2.6× the relation mentions per KB of chat."""),
+            """Rebuilt from empty on 7 December 2026 with `f631533` (AMD EPYC, 2 vCPUs; each stage
+`python -m benchmarks.scale_build N PREVIOUS`, as `--build` runs them) and measured on the quiet
+machine (`python -m benchmarks.scale --sizes 1,3,10,30`). Build text per CPU second is flat: 7.17,
+7.40, 7.48 and 7.39 KB for the 1×, 3×, 10× and 30× stages (1.03× at 30×; wall 12.85 → 12.03 KB/s,
+0.94×). The chain of 6 December (4.34 → 2.52 KB, an Intel VM) was built before that evening's
+refresh changes (busy names' running summaries, a changed pair's mentions read by its keys):
+it measured the old refresh. At 30× the stage's time goes to embedding chunks, names and
+relations on the worker (57 % of samples), writing chunk vectors (19 %), waiting for relation
+vectors (7 %) and reading changed pairs' mentions (3 %); at 1× 64 %, 12 %, 17 % and under 1 %. The
+stage's peak RSS rises 271 → 754 MiB (the 30× stage is one `insert` of 13,615 documents), within
+the rpi4 budget (2,048). Warm `ppr` p50 7.8 → 17.6 ms, the cold first query 0.12 → 0.37 s,
+`retrieve` 139 → 217 MiB, `ask` 535 → 597 MiB, the rpi4 estimate 854 MB of 2,048. Recall@5 of the
+LiHua evidence: `ppr` and `auto` 0.909 → 0.880 (−0.029), `vector` 0.795 → 0.772; 2Wiki dev
+recall@5 among the same distractors stays 0.871-0.881 (`ppr`) and 0.641-0.650 (`vector`). At 30× the
+chunk vectors stay below `vector_file_min` (262,144): earlier an HNSW file there found 45 % of the
+exact top 10 (vector R@5 0.383). Index bytes per KB are higher above 1× because of what the text
+is, not how large the index is: see the section after next."""),
     Section("Marginal build cost: the same text into every size", ("marginal_build*.json",), """\
 `python -m benchmarks.scale_marginal [--compare PATH]`: generated chats that no size holds,
 inserted into a copy of each scale index, each insert in a process of its own (the whole `insert`:
@@ -1219,43 +1221,36 @@ writes of this code leave it: candidate sets, busy names' running summaries and 
 files in place), then one conversation (a synced file) and a batch of 110, timed. Unlike the scale
 build's stages, every size gets the same text, so the ratio to the smallest size is the slow-down
 due to the index's size alone. `--compare` runs the same with another checkout, side by side.""", marginal,
-            """Measured late on 6 December 2026 beside `a26694a` (`python -m benchmarks.scale_marginal
---sizes 1,10,30 --repeat 3 --compare <worktree of a26694a>`): each code primed its own copy of
-each size once, then three rounds went through every size and code in turn, and the table gives
-the run of median CPU time. This machine ran about 1.5× slower than the evening before (the 1×
-batch took 35.6 to 44.6 CPU s across rounds with either code, against 22.5 to 25.6 then), so
-only same-round comparisons mean much. Three exact changes since `a26694a`: the walk's graph
-arrays are read as one comma-joined string per column and span of ids (1.4 → 0.7 s at 30×, the
-same arrays on four indexes), an exact vector kind opens with its keys and reads its rows at the
-first search (an insert never searches chunks or relations: 0.7-1.0 → 0.2 s), and a changed
-pair's relation mentions are read without their descriptions unless the relation embeds them
-(the graph after the 30× batch hashes identical). Measured on the main thread alone
-(`time.thread_time`, two alternating runs each at 30×), a batch took 13.6 and 13.1 s before and
-11.8 and 13.0 s now, of 41-45 s of the whole process: the rest is embedding, the same work at
-every size. At 1× the main thread takes 3.2 s; what still grows is the refresh (7.4 s at 30×
-against 1.3: every mention of the busy pairs a batch touches, 2.2 s, read by primary key; their
-relations and chunk links dropped and inserted again, 1.7 s; the region's candidate search,
-1.2 s; unchanged names' mentions, 0.8 s) and the walk files written after every write (3.5 s
-against 0.2). The batch at 30× runs at 0.807× of 1× now and 0.788× before in this run; one
-conversation into the 30× index takes 7.8 CPU s against 8.0 (every round lower by 0.2-0.9 s).
-The batch's peak RSS at 30× is 571 MiB against 686 (10×: 349 against 388): the chunk and relation
-matrices an insert never searches are no longer read.
-The index grows by 15,018 bytes per KB of the batch at 1× and 18,889 at 30× with either code:
-pages split in B-trees the build left packed."""),
+            """Measured on 7 December 2026 on the sizes rebuilt that day, quiet machine, beside `d7cff25`
+(the code of `f631533`; `python -m benchmarks.scale_marginal --sizes 1,10,30 --repeat 3 --compare <worktree of
+d7cff25>`). The batch of 110 conversations runs at 0.811× of 1× at 30× (0.771× with `d7cff25` in
+the same run); one conversation into the 30× index takes 3.7 CPU s (3.9), 0.6 s at 1×. The change:
+an insert keeps every chunk, so the walk's BM25 counts are the stored term-major postings with the
+new chunks' merged in, not every posting sorted chunk-major and back (`lexical.py`; the same
+arrays, checked on the 30× index against `d7cff25` and against a fresh derivation). Timed alone
+on copies of the 30× index, five alternating runs, the walk's part of inserting one short
+conversation fell from 1.96 to 1.42 CPU s (medians) and the whole insert from 2.58 to 2.05. What
+still grows with the index: the rest of the walk files (the graph arrays read from SQLite and
+the edges sorted, about 1.1 of those 1.42 s) and the graph's refresh. The index grows by 15,071
+bytes per KB of the batch at 1× and 19,146 at 30× with either code: B-tree pages split where the
+build left them packed. On 6 December (an Intel VM, `a26694a` against the commit before) the same
+benchmark had given 0.807× and 0.788×."""),
     Section("Index bytes by kind of text", ("index_density*.json",), """\
 `python -m benchmarks.scale_density`: each source family of the scale corpora alone, its first
 documents up to LiHua-World's size, built into a fresh index; each built scale size's bytes per
 KB (every file of its folder) against what its mix of families predicts from those figures. The
 scale sizes' own bytes per KB move with their mix: encyclopaedic passages and generated chats
 make more names and relations per KB than LiHua-World's chats.""", density,
-            """Measured on 6 December 2026 (`python -m benchmarks.scale_density`). Alone, a KB of
-LiHua-World's chats makes 10,312 index bytes, a KB of the generated chats 13,345 (they name a
-person, a place or a time in nearly every line: 33 name mentions per KB against LiHua-World's
-17) and a KB of encyclopaedic passages 23,000-26,000. Every built size takes 0.91-0.97 of the
-bytes per KB its mix predicts: 30× holds 13,516 bytes per KB where its mix predicts 14,650. The
-1× folder (9,997) and a fresh build of the same text (10,312) differ by 3 %: the 1× folder was
-built by earlier code and its walk files written since. So the scale sizes' bytes per KB rise
-above 1× with what the text is, not with how large the index is."""),
+            """Measured on 7 December 2026 (`python -m benchmarks.scale_density`) on the sizes rebuilt
+that day. Alone, a KB of LiHua-World's chats makes 10,312 index bytes, a KB of the generated chats
+13,345 (they name a person, a place or a time in nearly every line: 33 name mentions per KB
+against LiHua-World's 17) and a KB of encyclopaedic passages 23,500-26,000. Every built size
+holds 0.94-1.00 of the bytes per KB its mix predicts: 30× holds 13,812 bytes per KB where its mix
+predicts 14,650. The encyclopaedic passages the 30× mix holds (3,387 KB of 2Wiki, HotpotQA and
+MultiHop-RAG) make 86 MB alone: with every other KB at LiHua-World's 10,312 bytes, 30× would
+hold 12,069 bytes per KB, 1.17× the 1× figure, so no index in which a KB of encyclopaedic text
+costs more than a KB of chat can hold 30× at 1×'s bytes per KB. The scale sizes' bytes per KB
+rise above 1× with what the text is, not with how large the index is."""),
     Section("Prompt injection", ("injection*.json",), """\
 `python -m benchmarks.injection`: 30 documents with an instruction planted among ordinary facts
 and 4 clean ones (`benchmarks/data/injection.json`), indexed with the 35 demo conversations; each
