@@ -100,7 +100,7 @@ class TermCounts:
         if keep.all() and np.diff(earlier.indptr).all():
             # Every earlier chunk stays (an insert): its term-major postings are taken as they
             # are and the new chunks' merged in by ``finish``, not sorted chunk-major and back
-            # (two sorts of every posting: at 30x LiHua-World a fifth of each write's walk).
+            # (two sorts of every posting: at 30x LiHua-World about a quarter of each write's walk).
             return cls(dict(earlier.vocabulary.items()), base=earlier)
         terms = np.repeat(np.arange(len(earlier.indptr) - 1), np.diff(earlier.indptr))
         kept = keep[earlier.positions]
