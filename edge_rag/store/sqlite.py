@@ -419,9 +419,13 @@ class IndexStore:
             yield np.array([r[0] for r in rows], dtype=np.uint64), code_rows(r[1] for r in rows)
 
     def vector_ids(self, kind: str) -> np.ndarray:
-        """The ids of every stored vector of a kind, in table order."""
-        rows = self.conn.execute(f"SELECT id FROM {VECTOR_TABLES[kind]} WHERE vector IS NOT NULL")
-        return np.fromiter((r[0] for r in rows), dtype=np.uint64)
+        """The ids of every stored vector of a kind, in table order, read as one comma-joined
+        string (a Python row per id cost 30x LiHua-World's relations 0.09 of the 0.13 s that
+        opening them took). ``ORDER BY id`` keeps the table's order: without it the chunks'
+        covering index on (doc_id, ord) answers."""
+        sql = (f"SELECT group_concat(id, ',') FROM (SELECT id FROM {VECTOR_TABLES[kind]} "
+               "WHERE vector IS NOT NULL ORDER BY id)")
+        return np.fromstring(self.conn.execute(sql).fetchone()[0] or "", dtype=np.uint64, sep=",")
 
     def vectors_by_id(self, kind: str, ids: Sequence[int]) -> Iterator[tuple[list[int], np.ndarray]]:
         """(ids, unit vectors) of the rows of a kind among ``ids`` that have a vector, in batches."""
