@@ -420,9 +420,9 @@ class IndexStore:
 
     def vector_ids(self, kind: str) -> np.ndarray:
         """The ids of every stored vector of a kind, in table order, read as one comma-joined
-        string (a Python row per id cost 30x LiHua-World's relations 0.09 of the 0.13 s that
-        opening them took). ``ORDER BY id`` keeps the table's order: without it the chunks'
-        covering index on (doc_id, ord) answers."""
+        string: 0.044 s for 30x LiHua-World's relations against 0.094 s with a Python row per
+        id. ``ORDER BY id`` keeps the table's order: without it the chunks' covering index on
+        (doc_id, ord) answers."""
         sql = (f"SELECT group_concat(id, ',') FROM (SELECT id FROM {VECTOR_TABLES[kind]} "
                "WHERE vector IS NOT NULL ORDER BY id)")
         return np.fromstring(self.conn.execute(sql).fetchone()[0] or "", dtype=np.uint64, sep=",")
