@@ -145,15 +145,15 @@ class TermCounts:
         by term gives (the base's are in chunk order and every new chunk comes after them)."""
         base = self._base
         assert base is not None and base.tf is not None
-        earlier = np.zeros(len(df), dtype=np.int64)
-        earlier[: len(base.indptr) - 1] = np.diff(base.indptr)
+        # The base's term bounds, new terms (numbered after its own) holding none of its postings.
+        was = np.concatenate([base.indptr, np.full(len(df) + 1 - len(base.indptr), base.indptr[-1])])
+        earlier = np.diff(was)
         indptr = np.concatenate([[0], np.cumsum(df + earlier)]).astype(np.int64)
         # A new posting goes after its term's base postings and the new ones sorted before it.
         first = np.searchsorted(terms, terms)
         new_at = indptr[terms] + earlier[terms] + np.arange(len(terms)) - first
-        was = np.zeros(len(df), dtype=np.int64)  # where each term's postings started in the base
-        was[: len(base.indptr) - 1] = base.indptr[:-1]
-        old_at = np.arange(len(base.positions)) + (indptr[:-1] - was)[np.repeat(np.arange(len(df)), earlier)]
+        shift = indptr[:-1] - was[:-1]  # how far each term's base postings move
+        old_at = np.arange(len(base.positions)) + np.repeat(shift, earlier)
         positions, counts = np.empty(indptr[-1], dtype=np.int64), np.empty(indptr[-1], dtype=np.int64)
         positions[old_at], positions[new_at] = base.positions, chunks
         counts[old_at], counts[new_at] = base.tf, tf
