@@ -16,8 +16,7 @@ from benchmarks.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
 SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
-           "planner_eval", "suite", "memory", "peers", "code_speed", "answer_stage", "abstention",
-           "slm_options", "gqa_node", "auto_latency", "decode_context", "formats", "folder_titles",
+           "planner_eval", "suite", "memory", "peers", "code_speed", "abstention", "auto_latency", "formats",
            "serve", "encryption", "injection", "behaviour", "board_slm", "export_memory",
            "scale", "scale_build", "scale_marginal", "scale_density", "answer_rules"]
 

@@ -5,8 +5,8 @@ of the folder, zip members named ``../x`` or ``/x``, a zip member that inflates 
 directory says, bad JSON and JSONL lines, NUL bytes, invalid UTF-8, a single line of a few MB,
 control characters in names, an empty file) next to good documents. The multi-MB line here is a
 JSONL record whose bulk is a metadata field, so it is read and parsed whole but embeds as one
-chunk; a text line of a few MB takes minutes to embed and is measured by
-``benchmarks/long_line.py`` instead.
+chunk; a text line of a few MB takes minutes to embed: its one measurement is kept in
+``benchmarks/results/long_line.json`` (the script was retired in issue 62).
 """
 
 from __future__ import annotations
