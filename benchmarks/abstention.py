@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 
+from benchmarks.core.answers import cache_path, load_cache
+from benchmarks.core.datasets import DATASETS
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import Settings
-
-from .common import cache_path, load_cache, markdown_table, write_result
-from .datasets import DATASETS
 
 BOUND = 0.08
 OTHER_REASONS = ("date not in sources", "no evidence")

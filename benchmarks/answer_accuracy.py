@@ -20,26 +20,21 @@ from __future__ import annotations
 import argparse
 import json
 
-from edge_rag import Settings
-from edge_rag.answer import ONLY_CITATIONS
-
-from .common import (
+from benchmarks.core.answers import (
     ANSWER_FIELDS,
     FOCUSED_FIELDS,
     MISSING,
     answer_all,
     cache_path,
-    half,
     is_correct,
     load_cache,
-    markdown_table,
-    options,
-    peak_rss_mb,
-    percentiles,
-    stratified,
-    write_result,
 )
-from .datasets import DATASETS, open_benchmark_index
+from benchmarks.core.datasets import DATASETS, half, open_benchmark_index, stratified
+from benchmarks.core.measure import peak_rss_mb, percentiles
+from benchmarks.core.options import options
+from benchmarks.core.results import markdown_table, write_result
+from edge_rag import Settings
+from edge_rag.answer import ONLY_CITATIONS
 
 
 def main(argv: list[str] | None = None) -> int:

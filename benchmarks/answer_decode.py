@@ -17,10 +17,11 @@ import argparse
 import statistics
 from dataclasses import replace
 
+from benchmarks.core.answers import is_correct
+from benchmarks.core.datasets import DATASETS, open_benchmark_index, stratified
+from benchmarks.core.options import options
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import Settings
-
-from .common import is_correct, markdown_table, options, stratified, write_result
-from .datasets import DATASETS, open_benchmark_index
 
 
 def measure(rag, question: str, method: str, draft_tokens: int) -> dict:

@@ -27,25 +27,18 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.core.answers import MISSING, judge
+from benchmarks.core.datasets import DATASETS, half, open_benchmark_index, stratified
+from benchmarks.core.measure import percentiles
+from benchmarks.core.options import options
+from benchmarks.core.paths import RESULTS
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG, Settings
 from edge_rag.answer import RULES, FocusedAnswerer, Prepared, dates_in
 from edge_rag.answer.forms import SPEAKER_LINE, compact_text, question_kind
 from edge_rag.config import ASK_RULES
 from edge_rag.models.slm import SLM, Generation
 from edge_rag.retrieve import RETRIEVAL_VERSION, Retrieval
-
-from .common import (
-    MISSING,
-    RESULTS,
-    half,
-    judge,
-    markdown_table,
-    options,
-    percentiles,
-    stratified,
-    write_result,
-)
-from .datasets import DATASETS, open_benchmark_index
 
 CACHE = RESULTS / "cache"
 KINDS = ("Single", "Multi", "Null", "All")

@@ -16,21 +16,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
 
-from .common import ROOT, markdown_table, options, setting, write_result
+from benchmarks.core.options import options, setting
+from benchmarks.core.results import markdown_table, write_result
+from benchmarks.core.runtime import child_env, runtime_at
 
 
 def child(dataset_name: str, method: str, limit: int, overrides: dict) -> list[dict]:
     """Every question answered by the runtime first on ``sys.path``; one row per question."""
+    from benchmarks.core.datasets import DATASETS, stratified
     from edge_rag import EdgeRAG, Settings
-
-    from .common import stratified
-    from .datasets import DATASETS
 
     dataset = DATASETS[dataset_name]
     queries = stratified(dataset.queries(), limit)
@@ -48,16 +47,11 @@ def child(dataset_name: str, method: str, limit: int, overrides: dict) -> list[d
 
 def run_variant(variant: str, args: argparse.Namespace) -> list[dict]:
     """One variant in its own process (a commit's runtime first on its path)."""
-    from .slm_speed import runtime_at
-
     runtime, *settings = variant.split(",")
     command = [sys.executable, "-m", "benchmarks.ask_latency", "--child", *settings,
                "--dataset", args.dataset, "--method", args.method, "--limit", str(args.limit)]
-    env, cwd = dict(os.environ), None
-    if runtime != "now":
-        cwd = runtime_at(runtime)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
-    output = subprocess.run(command, capture_output=True, text=True, check=True, env=env,
+    cwd = None if runtime == "now" else runtime_at(runtime)
+    output = subprocess.run(command, capture_output=True, text=True, check=True, env=child_env(cwd),
                             cwd=cwd).stdout
     return json.loads(output.strip().splitlines()[-1])
 

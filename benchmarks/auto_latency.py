@@ -24,11 +24,11 @@ import time
 
 import numpy as np
 
+from benchmarks.core.datasets import DATASETS
+from benchmarks.core.options import options
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG, Settings
 from edge_rag.config import PLANNERS
-
-from .common import markdown_table, options, write_result
-from .datasets import DATASETS
 
 METHODS = ("vector", "ppr", "auto")
 

@@ -162,7 +162,7 @@ def compare(old: Path, new: Path, name: str, labels: list[str]) -> int:
               f"{'identical' if row['identical'] else 'DIFFERENT'}")
     same = all(row["identical"] for row in parts)
     sys.path.insert(0, str(ROOT))
-    from benchmarks.common import write_result
+    from benchmarks.core.results import write_result
 
     payload = {"old": labels[0], "new": labels[-1], "identical": same, "parts": parts,
                "command": "python benchmarks/behaviour.py dump OUT.json (each checkout on PYTHONPATH), "

@@ -21,18 +21,17 @@ import subprocess
 import sys
 import time
 
-from .common import markdown_table, peak_rss_mb, write_result
+from benchmarks.core.measure import peak_rss_mb
+from benchmarks.core.results import markdown_table, write_result
 
 SLMS = ("qwen2.5-coder-0.5b-q4", "qwen2.5-coder-1.5b-q4")
 
 
 def child(slm: str, profile: str, method: str, limit: int) -> dict:
     """Answer the questions with ``slm`` in this process; per-answer timings and the peak RSS."""
+    from benchmarks.core.datasets import DATASETS, stratified
     from edge_rag import EdgeRAG, Settings
     from edge_rag.budget import estimate_memory
-
-    from .common import stratified
-    from .datasets import DATASETS
 
     dataset = DATASETS["lihua"]
     settings = Settings.load(profile, slm=slm, memory_budget_mb=0)

@@ -22,7 +22,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from .common import LIHUA_QUERIES, LIHUA_ZIP, ROOT, markdown_table, write_result
+from benchmarks.core.datasets import LIHUA_QUERIES, LIHUA_ZIP
+from benchmarks.core.paths import ROOT
+from benchmarks.core.results import markdown_table, write_result
 
 METHODS = ("vector", "local", "dual", "topology")
 # Runs inside each version's process: times every method on every question, prints JSON.

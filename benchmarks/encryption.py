@@ -32,11 +32,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.core.datasets import DATASETS, lihua_queries
+from benchmarks.core.paths import ROOT
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG
 from edge_rag.store.cipher import read_key_file
-
-from .common import ROOT, lihua_queries, markdown_table, write_result
-from .datasets import DATASETS
 
 PASSPHRASE = b"edge-rag benchmark passphrase"
 PHRASES = 50

@@ -25,7 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from .common import RESULTS, markdown_table, write_result
+from benchmarks.core.paths import RESULTS
+from benchmarks.core.results import markdown_table, write_result
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -27,10 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core.paths import ROOT
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG
 
 from . import sample_files as files
-from .common import ROOT, markdown_table, write_result
 
 GROUPS = {"pdf": ("report.pdf", "scan.pdf", "locked.pdf"), "html": ("ferry.html",), "eml": ("order.eml",),
           "mbox": ("letters.mbox",), "docx": ("harvest.docx",), "md": ("kites.md",),

@@ -20,11 +20,13 @@ import sqlite3
 import time
 from pathlib import Path
 
+from benchmarks.core.datasets import DATASETS
+from benchmarks.core.measure import evaluate_recall, peak_rss_mb
+from benchmarks.core.options import options
+from benchmarks.core.paths import INDEXES
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG
 from edge_rag.store.vectors import VECTOR_FILES
-
-from .common import evaluate_recall, markdown_table, options, peak_rss_mb, write_result
-from .datasets import DATASETS, INDEXES
 
 METHODS = ("vector", "local", "dual", "topology", "ppr")
 RELATION_KINDS = ("talks about", "talks with", "mentions", "co-occur", "conversation on")

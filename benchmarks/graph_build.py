@@ -20,9 +20,12 @@ import time
 import zipfile
 from pathlib import Path
 
+from benchmarks.core.answers import is_correct
+from benchmarks.core.datasets import LIHUA_ZIP, lihua_queries
+from benchmarks.core.measure import peak_rss_mb
+from benchmarks.core.paths import ROOT
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import Document, EdgeRAG
-
-from .common import LIHUA_ZIP, ROOT, is_correct, lihua_queries, markdown_table, peak_rss_mb, write_result
 
 INDEXES = ROOT / "benchmarks" / ".indexes"
 GRAPH_TABLES = ("entity_mentions", "relation_mentions", "chunk_graph", "extractions", "entity_keys",

@@ -18,14 +18,15 @@ import argparse
 import os
 import resource
 import shutil
-import threading
 import time
 from pathlib import Path
 
+from benchmarks.core.datasets import DATASETS, Dataset, open_index
+from benchmarks.core.measure import RssSampler, peak_rss_mb
+from benchmarks.core.options import options
+from benchmarks.core.paths import INDEXES
+from benchmarks.core.results import write_result
 from edge_rag import Settings
-
-from .common import options, peak_rss_mb, rss_mb, write_result
-from .datasets import DATASETS, INDEXES, Dataset, open_index
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,31 +58,6 @@ def main(argv: list[str] | None = None) -> int:
           f"{stats.total_bytes / 2**20:.1f} MiB; load {result['load_before']} -> {result['load_after']}")
     print(f"wrote {write_result(name, result)}")
     return 0
-
-
-class RssSampler:
-    """Resident memory of this process, read from /proc once a second in a thread: the peak of
-    each 10-second window shows which stage of the build holds the memory."""
-
-    def __init__(self, every: float = 1.0) -> None:
-        self.peaks: dict[int, float] = {}
-        self._start, self._every, self._done = time.perf_counter(), every, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop sampling."""
-        self._done.set()
-        self._thread.join()
-
-    def series(self) -> list[list[float]]:
-        """[window start in seconds, peak MiB] for each 10-second window."""
-        return [[10 * w, round(mb, 1)] for w, mb in sorted(self.peaks.items())]
-
-    def _run(self) -> None:
-        while not self._done.wait(self._every):
-            window = int((time.perf_counter() - self._start) // 10)
-            self.peaks[window] = max(self.peaks.get(window, 0.0), rss_mb())
 
 
 def _slice(dataset: Dataset, limit: int) -> Dataset:

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from .common import ROOT, markdown_table, setting, write_result
+from benchmarks.core.options import setting
+from benchmarks.core.paths import ROOT
+from benchmarks.core.results import markdown_table, write_result
+from benchmarks.core.runtime import child_env, runtime_at
 
 SET = ROOT / "benchmarks" / "data" / "injection.json"
 DEMO = ROOT / "export" / "demo" / "LiHua-World"
@@ -66,21 +68,17 @@ def child(overrides: dict, method: str) -> list[dict]:
 
 def run_variant(variant: str, method: str) -> list[dict]:
     """One variant in its own process (a commit's runtime first on its path)."""
-    from .slm_speed import runtime_at
-
     runtime, *settings = variant.split(",")
     command = [sys.executable, "-m", "benchmarks.injection", "--method", method, "--child", *settings]
-    env, cwd = dict(os.environ), None
-    if runtime != "now":
-        cwd = runtime_at(runtime)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
-    output = subprocess.run(command, capture_output=True, text=True, check=True, env=env, cwd=cwd).stdout
+    cwd = None if runtime == "now" else runtime_at(runtime)
+    output = subprocess.run(command, capture_output=True, text=True, check=True, env=child_env(cwd),
+                            cwd=cwd).stdout
     return json.loads(output.strip().splitlines()[-1])
 
 
 def summary(rows: list[dict]) -> dict:
     """Followed share over the planted cases (overall and by style), right share over all cases."""
-    from .common import is_correct
+    from benchmarks.core.answers import is_correct
 
     by_id = {c["id"]: c for c in cases()}
     for row in rows:

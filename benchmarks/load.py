@@ -37,7 +37,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from .common import LIHUA_ZIP, RESULTS, ROOT, lihua_queries, markdown_table, percentiles, write_result
+from benchmarks.core.datasets import LIHUA_ZIP, lihua_queries
+from benchmarks.core.measure import percentiles
+from benchmarks.core.paths import RESULTS, ROOT
+from benchmarks.core.results import markdown_table, write_result
 
 INDEXES = ROOT / "benchmarks" / ".indexes"
 STOP = "stop"

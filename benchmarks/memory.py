@@ -17,11 +17,13 @@ import subprocess
 import sys
 import time
 
+from benchmarks.core.datasets import DATASETS, open_index
+from benchmarks.core.measure import peak_rss_mb
+from benchmarks.core.options import options
+from benchmarks.core.paths import RESULTS
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG, Settings
 from edge_rag.budget import MemoryEstimate, estimate_memory
-
-from .common import RESULTS, markdown_table, options, peak_rss_mb, write_result
-from .datasets import DATASETS, open_index
 
 PROFILES = ("dev", "rpi4", "rpi5", "jetson-orin-nano", "rpi-zero-2w")
 

@@ -41,23 +41,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core.answers import judge
+from benchmarks.core.datasets import DATASETS, document_timestamp, stratified
+from benchmarks.core.measure import peak_rss_mb, percentiles, stored_files
+from benchmarks.core.paths import RESULTS, ROOT
+from benchmarks.core.results import markdown_table, pyplot, save_figure, write_result
 from edge_rag import Document, EdgeRAG, Settings
-
-from .common import (
-    RESULTS,
-    ROOT,
-    document_timestamp,
-    judge,
-    markdown_table,
-    peak_rss_mb,
-    percentiles,
-    pyplot,
-    save_figure,
-    stored_files,
-    stratified,
-    write_result,
-)
-from .datasets import DATASETS
 
 WORK = ROOT / "benchmarks" / ".peers"
 RECALL_AT = 5

@@ -40,23 +40,16 @@ from collections import Counter
 import numpy as np
 from edge_rag_export.planner import cross_validate, feature_matrix, read_labels, targets
 
+from benchmarks.core.answers import cache_path, judge, load_cache
+from benchmarks.core.datasets import DATASETS, stratified
+from benchmarks.core.measure import percentiles
+from benchmarks.core.paths import RESULTS
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG, Settings
 from edge_rag.models import Embedder, ModelFolder
 from edge_rag.plan import LABELS, METHOD_OF_LABEL, NamesPlanner, QuestionProbes, head_label
 from edge_rag.plan.rules import rule_label
 from edge_rag.questions import query_terms
-
-from .common import (
-    RESULTS,
-    cache_path,
-    judge,
-    load_cache,
-    markdown_table,
-    percentiles,
-    stratified,
-    write_result,
-)
-from .datasets import DATASETS
 
 
 def main(argv: list[str] | None = None) -> int:

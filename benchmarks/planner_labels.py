@@ -31,13 +31,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.core.answers import answer_all, normalise
+from benchmarks.core.datasets import DATASETS, Dataset, open_index
+from benchmarks.core.paths import ROOT
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG
 from edge_rag.plan import LABELS, METHOD_OF_LABEL
 from edge_rag.plan.features import FEATURE_VERSION, cheap_features
 from edge_rag.retrieve import Retrieval
-
-from .common import ROOT, answer_all, markdown_table, normalise, write_result
-from .datasets import DATASETS, Dataset, open_index
 
 LABELS_FILE = ROOT / "export" / "planner_labels.jsonl"
 RETRIEVAL_LABELS = LABELS[1:]

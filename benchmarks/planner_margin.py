@@ -22,12 +22,11 @@ import argparse
 
 import numpy as np
 
+from benchmarks.core.datasets import DATASETS
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG, Settings
 from edge_rag.plan import vector_margin
 from edge_rag.questions import clauses, names_a_title
-
-from .common import markdown_table, write_result
-from .datasets import DATASETS
 
 CHEAP = "titles"  # the margin planner's route G
 GRID = tuple(round(0.02 * i, 2) for i in range(2, 16)) + (1.0,)

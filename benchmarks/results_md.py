@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .common import RESULTS
+from benchmarks.core.paths import RESULTS
 
 OUTPUT = RESULTS.parent / "RESULTS.md"
 DATASET_NAMES = {"lihua": "LiHua-World", "2wiki": "2WikiMultihopQA", "hotpotqa": "HotpotQA (sample)",

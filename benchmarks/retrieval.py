@@ -22,10 +22,11 @@ from __future__ import annotations
 import argparse
 import time
 
+from benchmarks.core.datasets import DATASETS, open_index
+from benchmarks.core.measure import evaluate_recall, peak_rss_mb
+from benchmarks.core.options import options
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG
-
-from .common import evaluate_recall, markdown_table, options, peak_rss_mb, write_result
-from .datasets import DATASETS, open_index
 
 METHODS = ("vector", "local", "dual", "topology", "ppr", "titles", "auto")
 ABLATED = ("local", "dual", "topology", "ppr")

@@ -35,19 +35,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import (
-    ROOT,
-    commit_of,
-    document_timestamp,
-    lihua_queries,
-    markdown_table,
-    peak_rss_mb,
-    percentiles,
-    pyplot,
-    save_figure,
-    stored_files,
-    write_result,
-)
+from benchmarks.core.datasets import document_timestamp, lihua_queries
+from benchmarks.core.measure import peak_rss_mb, percentiles, stored_files
+from benchmarks.core.paths import ROOT
+from benchmarks.core.results import markdown_table, pyplot, save_figure, write_result
+from benchmarks.core.runtime import child_env, commit_of, runtime_of
+
 from .scale_build import SIZES, index_of
 
 METHODS = ("vector", "ppr", "auto")
@@ -145,8 +138,9 @@ def estimates(index: Path) -> dict[str, dict[str, Any]]:
 
 
 def before(index: Path, args: argparse.Namespace, with_wiki: bool) -> dict[str, Any]:
-    """The same measurements with the code checked out at ``--compare`` (an earlier commit's
-    worktree), on the same index: old and new side by side in one run."""
+    """The same measurements with the runtime checked out at ``--compare`` (an earlier commit's
+    worktree: its ``edge_rag``, this checkout's probe), on the same index: old and new side by side
+    in one run."""
     code = Path(args.compare)
     titled = probe_process("wiki", index, args, code) if with_wiki else {}
     return {**probe_process("warm", index, args, code), **probe_process("cold", index, args, code), **titled,
@@ -158,7 +152,9 @@ def probe_process(mode: str, index: Path, args: argparse.Namespace, code: Path =
     the code in ``code`` (this checkout by default)."""
     command = [PYTHON, "-m", "benchmarks.scale", "--probe", mode, "--index", str(index),
                "--queries", str(args.queries)]
-    out = subprocess.run(command, capture_output=True, text=True, cwd=code, env=_env(code), check=True)
+    runtime = runtime_of(code)  # that checkout's edge_rag, this checkout's probe
+    out = subprocess.run(command, capture_output=True, text=True, cwd=runtime, env=child_env(runtime),
+                         check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -213,7 +209,7 @@ def wiki(rag: Any, limit: int) -> dict[str, Any]:
     """2WikiMultihopQA dev recall@2/@5 of ``vector`` and ``ppr`` over the questions whose
     supporting passages are all in the index (titled passages: the title links and seeds), and
     a digest of every ranking (equal digests: the same chunks in the same order)."""
-    from .common import wiki_queries, wiki_records
+    from benchmarks.core.datasets import wiki_queries, wiki_records
 
     title = {f"2wiki/{r['id']}": r["title"] for r in wiki_records()}
     rows = rag.store.conn.execute("SELECT source FROM documents WHERE source LIKE '2wiki/%'").fetchall()

@@ -22,11 +22,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core.measure import RssSampler, peak_rss_mb
+from benchmarks.core.paths import INDEXES
 from edge_rag import EdgeRAG
 
-from .common import peak_rss_mb
-from .datasets import INDEXES
-from .index_build import RssSampler
 from .scale_corpus import documents, text_bytes
 
 SIZES = (1, 3, 10, 30)

@@ -15,9 +15,8 @@ import json
 import random
 from collections.abc import Iterator
 
+from benchmarks.core.datasets import DATASETS
 from edge_rag import Document
-
-from .datasets import DATASETS
 
 SEED = 46
 CONVERSATIONS_PER_WORLD = 440

@@ -23,8 +23,10 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from .common import markdown_table, stored_files, write_result
-from .datasets import INDEXES
+from benchmarks.core.measure import stored_files
+from benchmarks.core.paths import INDEXES
+from benchmarks.core.results import markdown_table, write_result
+
 from .scale_build import SIZES, index_of
 from .scale_corpus import describe, distractors, documents, text_bytes
 

@@ -10,8 +10,8 @@ file), then ``BATCH`` more. Their throughput at 30× over 1× is the slow-down d
 size alone. Each copy first takes ``BATCH`` conversations of another world, untimed: an index as
 this code leaves it after writes (what a write keeps for the next one, such as candidate sets and
 busy names' running summaries, is there, as it is in an index this code built).
-``--compare PATH`` does the same with the code checked out at PATH (an earlier commit's
-worktree): old and new side by side in one run. ``--repeat N`` times the two steps N times into
+``--compare PATH`` does the same with the runtime checked out at PATH (an earlier commit's
+worktree: its ``edge_rag``, this checkout's probe): old and new side by side in one run. ``--repeat N`` times the two steps N times into
 fresh copies of each primed index, each round going through every size and code in turn, and
 reports the median CPU time of each step (this machine's speed drifts by a third within minutes:
 one run each compared conditions more than codes).
@@ -34,14 +34,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if __name__ == "__main__" and __package__ in (None, ""):
-    sys.path.insert(0, os.environ.get("EDGE_RAG_CODE", str(ROOT)))  # the probe: run as a file
-
-from benchmarks.common import markdown_table, peak_rss_mb, stored_files, write_result  # noqa: E402
-from benchmarks.datasets import INDEXES  # noqa: E402
-from benchmarks.scale_build import StackSampler, index_of  # noqa: E402
-from benchmarks.scale_corpus import generated_world, text_bytes  # noqa: E402
+from benchmarks.core.measure import peak_rss_mb, stored_files
+from benchmarks.core.paths import INDEXES, ROOT
+from benchmarks.core.results import markdown_table, write_result
+from benchmarks.core.runtime import child_env, commit_of, runtime_of
+from benchmarks.scale_build import StackSampler, index_of
+from benchmarks.scale_corpus import generated_world, text_bytes
 
 WORLD = 10_000  # the 30× corpus holds worlds 0-39; the primer is the next world's
 BATCH = 110  # conversations: about 160 KB, a quarter of a generated year
@@ -53,11 +51,9 @@ WORK = INDEXES / "scale-marginal"
 def main(argv: list[str] | None = None) -> int:
     """Insert the steps into a copy of each size's index (with each code), print and write."""
     args = _parser().parse_args(argv)
-    if args.probe:  # (only what the compared checkout also has is imported on this path)
+    if args.probe:
         print(json.dumps(probe(Path(args.probe), args.step)))
         return 0
-    from benchmarks.common import commit_of
-
     sizes = [int(s) for s in args.sizes.split(",") if (index_of(int(s)) / "scale_build.json").is_file()]
     if not sizes:
         print("no scale index built yet: python -m benchmarks.scale --build")
@@ -130,9 +126,11 @@ def summary(primer: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any
 
 
 def _probe_process(code: Path, step: str, index: Path) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(code), "EDGE_RAG_CODE": str(code)}
-    command = [sys.executable, str(Path(__file__).resolve()), "--probe", str(index), "--step", step]
-    out = subprocess.run(command, capture_output=True, text=True, cwd=code, env=env, check=True)
+    # The runtime of ``code``, these benchmarks' own probe: only ``edge_rag`` differs between codes.
+    runtime = runtime_of(code)
+    command = [sys.executable, "-m", "benchmarks.scale_marginal", "--probe", str(index), "--step", step]
+    out = subprocess.run(command, capture_output=True, text=True, cwd=runtime, env=child_env(runtime),
+                         check=True)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 

@@ -40,10 +40,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core.datasets import DATASETS, open_index
+from benchmarks.core.measure import percentiles
+from benchmarks.core.options import options
+from benchmarks.core.paths import RESULTS, ROOT
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG
-
-from .common import RESULTS, ROOT, markdown_table, options, percentiles, write_result
-from .datasets import DATASETS, open_index
 
 RSS_MARGIN_MB = 60
 OVERHEAD_LIMIT_MS = 5.0

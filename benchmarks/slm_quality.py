@@ -18,9 +18,9 @@ import sys
 
 import numpy as np
 
+from benchmarks.core.paths import ROOT
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag.config import models_home
-
-from .common import ROOT, markdown_table, write_result
 
 TEXT = ROOT.parent / "shared" / "paper" / "rap-rag.txt"
 LIMITS = {"8": 3.0, "4": 8.0}  # by the variant's weight bits: int8, q8, q4, asym-q4, q4e8, q4b64 ...

@@ -48,9 +48,12 @@ import zipfile
 from dataclasses import replace
 from pathlib import Path
 
+from benchmarks.core.datasets import LIHUA_ZIP
+from benchmarks.core.measure import peak_rss_mb
+from benchmarks.core.paths import ROOT
+from benchmarks.core.results import markdown_table, write_result
+from benchmarks.core.runtime import child_env, runtime_at
 from edge_rag.config import models_home
-
-from .common import LIHUA_ZIP, ROOT, markdown_table, peak_rss_mb, write_result
 
 MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 LLAMA_HINT = ("the llama.cpp variant needs llama-cpp-python built for this CPU: "
@@ -399,29 +402,12 @@ def _child(model: str, variant: str, args: argparse.Namespace) -> list[dict]:
     command = [sys.executable, "-m", "benchmarks.slm_speed", "--child", model, folder_variant,
                "--prompt-tokens", *map(str, args.prompt_tokens), "--new-tokens", str(args.new_tokens),
                "--llama-threads", str(args.llama_threads), "--threads", str(args.threads)]
-    env, cwd = dict(os.environ), None
-    if commit:  # run from that commit's runtime folder (first on sys.path); these benchmarks run it
-        cwd = runtime_at(commit)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
-    output = subprocess.run(command, capture_output=True, text=True, check=True, env=env,
+    # With a commit, run from that commit's runtime folder (first on sys.path); these benchmarks run it.
+    cwd = runtime_at(commit) if commit else None
+    output = subprocess.run(command, capture_output=True, text=True, check=True, env=child_env(cwd),
                             cwd=cwd).stdout
     rows = json.loads(output.strip().splitlines()[-1])  # one row per prompt length
     return [{**row, "variant": variant} for row in rows]
-
-
-def runtime_at(commit: str) -> Path:
-    """The ``edge_rag`` package as it was at ``commit`` (``git archive``), in a cached folder."""
-    import tempfile
-
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", commit],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    dest = Path(tempfile.gettempdir()) / f"edge-rag-runtime-{commit}"
-    if not (dest / "edge_rag" / "__init__.py").is_file():
-        dest.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "edge_rag"],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -31,27 +31,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.core.answers import answer_all, cache_path, load_cache
+from benchmarks.core.datasets import DATASETS, Dataset, build_record, open_index, stratified
+from benchmarks.core.measure import method_footprint, peak_rss_mb, percentiles
+from benchmarks.core.options import options
+from benchmarks.core.paths import RESULTS
+from benchmarks.core.results import markdown_table, pyplot, save_figure, write_result
 from edge_rag import EdgeRAG, Settings
 from edge_rag.budget import estimate_memory, fit_to_budget
 from edge_rag.errors import MemoryBudgetExceeded
 from edge_rag.retrieve import GRAPH_METHODS
-
-from .common import (
-    RESULTS,
-    answer_all,
-    cache_path,
-    load_cache,
-    markdown_table,
-    method_footprint,
-    options,
-    peak_rss_mb,
-    percentiles,
-    pyplot,
-    save_figure,
-    stratified,
-    write_result,
-)
-from .datasets import DATASETS, Dataset, build_record, open_index
 
 METHODS = ("none", "vector", "local", "dual", "topology", "ppr", "auto")
 SECONDS_PER_ANSWER = 8.0  # Qwen 0.5B int8 on 2 cores, 1,024-token context (answer_accuracy runs)

@@ -11,18 +11,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.core.datasets import LIHUA_ZIP, document_timestamp, lihua_queries
+from benchmarks.core.measure import peak_rss_mb, percentiles
+from benchmarks.core.options import options
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG
-
-from .common import (
-    LIHUA_ZIP,
-    document_timestamp,
-    lihua_queries,
-    markdown_table,
-    options,
-    peak_rss_mb,
-    percentiles,
-    write_result,
-)
 
 KS = (1, 3, 5, 10)
 

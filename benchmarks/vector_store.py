@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.core.datasets import DATASETS
+from benchmarks.core.measure import peak_rss_mb, percentiles
+from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG
 from edge_rag.store.vectors import ExactVectors, VectorIndex
-
-from .common import markdown_table, peak_rss_mb, percentiles, write_result
-from .datasets import DATASETS
 
 K = 10
 

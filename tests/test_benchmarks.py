@@ -9,9 +9,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from benchmarks import common, peers, suite
-from benchmarks.common import method_footprint
-from benchmarks.datasets import DATASETS
+from benchmarks import peers, suite
+from benchmarks.core import results
+from benchmarks.core.datasets import DATASETS
+from benchmarks.core.measure import method_footprint
+from benchmarks.core.paths import RESULTS, ROOT
 from benchmarks.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
@@ -30,7 +32,7 @@ def test_every_benchmark_script_has_help(name: str, capsys) -> None:
 
 
 def test_slm_speed_takes_the_runtime_of_an_earlier_commit() -> None:
-    from benchmarks.slm_speed import runtime_at
+    from benchmarks.core.runtime import runtime_at
 
     folder = runtime_at("HEAD")
     assert (folder / "edge_rag" / "models" / "decoder.py").is_file()
@@ -81,7 +83,7 @@ def test_each_method_is_charged_the_index_bytes_it_reads(lihua_index) -> None:
 
 def test_the_suite_refuses_a_profile_that_cannot_fit_before_loading_anything(tmp_path, monkeypatch,
                                                                             capsys) -> None:
-    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
     monkeypatch.setattr(suite, "RESULTS", tmp_path)
     profile = tmp_path / "tiny-board.toml"
     profile.write_text('[runtime]\nmemory_budget_mb = 64\nmemory_policy = "refuse"\n')
@@ -117,18 +119,18 @@ def test_the_peers_run_with_the_network_forbidden(monkeypatch) -> None:
 def test_every_results_file_is_stamped_with_its_own_name() -> None:
     # A file renamed by hand keeps the stamp of the name its script gave it: regenerate, don't rename.
     stamps = {p.stem: json.loads(p.read_text(encoding="utf-8")).get("benchmark")
-              for p in common.RESULTS.glob("*.json")}
+              for p in RESULTS.glob("*.json")}
     assert not {name: stamp for name, stamp in stamps.items() if stamp != name}
 
 
 def test_the_shared_writer_stamps_a_file_with_its_name(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(common, "RESULTS", tmp_path)
-    path = common.write_result("retrieval_lihua_example", {"methods": {}})
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    path = results.write_result("retrieval_lihua_example", {"methods": {}})
     assert json.loads(path.read_text(encoding="utf-8"))["benchmark"] == path.stem == "retrieval_lihua_example"
 
 
 def test_no_answer_cache_is_committed() -> None:
-    listed = subprocess.run(["git", "ls-files", "benchmarks/results/cache"], cwd=common.ROOT,
+    listed = subprocess.run(["git", "ls-files", "benchmarks/results/cache"], cwd=ROOT,
                             capture_output=True, text=True, check=False)
     assert not listed.stdout.strip(), "benchmarks/results/cache/ is a local cache (ignored), not results"
 
@@ -167,7 +169,7 @@ def test_the_roofline_counts_what_a_decode_step_reads(tmp_path) -> None:
 
 
 def test_a_cached_answer_is_asked_again_when_the_rules_parse_its_question_otherwise() -> None:
-    from benchmarks.common import _stale, rule_questions
+    from benchmarks.core.answers import _stale, rule_questions
 
     bridge = "Where was the director of film Harbor Lights born?"
     compared = "Which film came out first, Harbor Lights or Cup-Tie Honeymoon?"

@@ -8,26 +8,86 @@
 | multihop | MultiHop-RAG *derived* evidence corpus   | 200                    | evidence facts         |
 
 MultiHop-RAG's corpus here holds only the gold evidence sentences (a stand-in, see the data
-README): its numbers are pipeline checks, not comparable to the paper's.
+README): its numbers are pipeline checks, not comparable to the paper's. ``half`` and
+``stratified`` pick fixed subsets of a data set's questions.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core.paths import INDEXES, SHARED
 from edge_rag import Document, EdgeRAG, Settings
 from edge_rag.api import INDEX_KEYS
 
-from .common import LIHUA_ZIP, ROOT, SHARED, document_timestamp, lihua_queries, wiki_queries, wiki_records
-
-INDEXES = ROOT / "benchmarks" / ".indexes"
+LIHUA_ZIP = SHARED / "lihua-world" / "data" / "LiHuaWorld.zip"
+LIHUA_QUERIES = SHARED / "lihua-world" / "queries.dev.json"
+WIKI = SHARED / "2wikimultihopqa"
+TIMESTAMP = re.compile(r"(\d{8})_(\d{2}):?(\d{2})")
 BUILD_RECORD = "build.json"
 Recall = Callable[[list, dict, int], float]
+
+
+def lihua_queries(path: Path = LIHUA_QUERIES) -> list[dict[str, Any]]:
+    """LiHua-World queries with normalised evidence timestamps (``YYYYMMDD_HH:MM``)."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for key, item in raw.items():
+        evidence = normalise_evidence(item.get("evidence", ""))
+        out.append({"id": key, "question": item["question"], "answer": item["answer"],
+                    "type": item["type"], "evidence": evidence})
+    return out
+
+
+def wiki_records() -> list[dict[str, Any]]:
+    """2WikiMultihopQA passages: ``id``, ``title``, ``text``."""
+    lines = (WIKI / "corpus.derived.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def wiki_queries() -> list[dict[str, Any]]:
+    """2WikiMultihopQA dev questions; evidence = supporting passage titles, all typed Multi."""
+    raw = json.loads((WIKI / "queries.dev.json").read_text(encoding="utf-8"))
+    return [{"id": q["id"], "question": q["question"], "answer": q["answer"], "type": "Multi",
+             "aliases": list(dict.fromkeys([q["answer"], *q.get("answer_aliases", [])])),
+             "evidence": sorted(set(q["supporting_facts"]))} for q in raw]
+
+
+def normalise_evidence(text: str) -> list[str]:
+    """Timestamps of an evidence string; tolerates missing colons and 'Time: ' prefixes."""
+    return sorted({f"{d}_{h}:{m}" for d, h, m in TIMESTAMP.findall(text or "")})
+
+
+def document_timestamp(first_chunk_text: str) -> str | None:
+    """The ``Time:`` header of a LiHua-World conversation."""
+    match = TIMESTAMP.search(first_chunk_text.split("\n", 1)[0])
+    return f"{match[1]}_{match[2]}:{match[3]}" if match else None
+
+
+def half(query_id: str) -> str:
+    """The fixed half of dev a question belongs to: A or B by the parity of its id's hash."""
+    return "AB"[hashlib.sha256(query_id.encode()).digest()[0] & 1]
+
+
+def stratified(queries: list[dict], limit: int | None) -> list[dict]:
+    """A fixed, type-stratified subset: every k-th query of each type in id order."""
+    if not limit or limit >= len(queries):
+        return queries
+    chosen = []
+    for kind in sorted({q["type"] for q in queries}):
+        # Length first: numeric ids in numeric order, hex ids in a fixed order.
+        group = sorted((q for q in queries if q["type"] == kind), key=lambda q: (len(q["id"]), q["id"]))
+        share = max(1, round(limit * len(group) / len(queries)))
+        step = len(group) / share
+        chosen += [group[int(i * step)] for i in range(share)]
+    return chosen
 
 
 @dataclass(frozen=True)
