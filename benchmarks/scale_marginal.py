@@ -11,10 +11,10 @@ size alone. Each copy first takes ``BATCH`` conversations of another world, unti
 this code leaves it after writes (what a write keeps for the next one, such as candidate sets and
 busy names' running summaries, is there, as it is in an index this code built).
 ``--compare PATH`` does the same with the runtime checked out at PATH (an earlier commit's
-worktree: its ``edge_rag``, this checkout's probe): old and new side by side in one run. ``--repeat N`` times the two steps N times into
-fresh copies of each primed index, each round going through every size and code in turn, and
-reports the median CPU time of each step (this machine's speed drifts by a third within minutes:
-one run each compared conditions more than codes).
+worktree: its ``edge_rag``, this checkout's probe): old and new side by side in one run.
+``--repeat N`` times the two steps N times into fresh copies of each primed index, each round
+going through every size and code in turn, and reports the median CPU time of each step (this
+machine's speed drifts by a third within minutes: one run each compared conditions more than codes).
 
     python -m benchmarks.scale_marginal                          # sizes 1,3,10,30
     python -m benchmarks.scale_marginal --sizes 1,30 --compare ../wt-old --repeat 3
