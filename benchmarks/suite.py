@@ -19,7 +19,7 @@ run. Writes ``suite_<dataset>_<profile>.json`` and ``.md``, and with the ``bench
 accuracy against latency and against index size (the paper's Figure 7).
 
 ``auto`` plans with the exported head, which was trained on these dev queries: its row here is
-optimistic; ``python -m benchmarks.planner_eval`` gives the cross-validated figure.
+optimistic; ``python -m benchmarks planner_eval`` gives the cross-validated figure.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import subprocess
+from importlib import import_module
 
 import numpy as np
 import pytest
@@ -14,12 +15,12 @@ from benchmarks.core import results
 from benchmarks.core.datasets import DATASETS
 from benchmarks.core.measure import method_footprint
 from benchmarks.core.paths import RESULTS, ROOT
-from benchmarks.planner_labels import _knowable, choose_label
+from benchmarks.registry import Benchmark, every
+from benchmarks.retrieval.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
-SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
-           "planner_eval", "suite", "memory", "peers", "code_speed", "abstention", "auto_latency", "formats",
-           "serve", "encryption", "injection", "behaviour", "board_slm", "export_memory",
+SCRIPTS = ["slm_speed", "answer_accuracy", "graph_build", "suite", "memory", "peers", "abstention",
+           "formats", "serve", "encryption", "injection", "behaviour", "board_slm", "export_memory",
            "scale", "scale_build", "scale_marginal", "scale_density", "answer_rules"]
 
 
@@ -28,6 +29,13 @@ def test_every_benchmark_script_has_help(name: str, capsys) -> None:
     module = importlib.import_module(f"benchmarks.{name}")
     with pytest.raises(SystemExit) as done:
         module.main(["--help"])
+    assert done.value.code == 0 and "usage" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("benchmark", [b for b in every() if b.module], ids=lambda b: b.name)
+def test_every_benchmark_answers_help(benchmark: Benchmark, capsys) -> None:
+    with pytest.raises(SystemExit) as done:
+        import_module(str(benchmark.module)).main(["--help"])
     assert done.value.code == 0 and "usage" in capsys.readouterr().out
 
 

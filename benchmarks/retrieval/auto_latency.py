@@ -1,6 +1,6 @@
 """Mean retrieval latency of ``auto`` against the fixed methods it chooses between, per question.
 
-    python -m benchmarks.auto_latency [--datasets lihua,2wiki] [--repeats 3] [--planner margin]
+    python -m benchmarks auto_latency [--datasets lihua,2wiki] [--repeats 3] [--planner margin]
 
 One process, one open index per data set, every cache warm (models, the walk's matrix, SQLite
 pages: one untimed pass of every method first). Then, for each question, ``--repeats`` rounds of
@@ -94,7 +94,7 @@ def _print(result: dict) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     shared = options(limit=None, limit_help="only the first N questions")
-    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.auto_latency",
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks auto_latency",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default="lihua,2wiki", help="comma-separated data sets")

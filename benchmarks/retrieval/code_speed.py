@@ -1,6 +1,6 @@
 """Retrieval speed and results of this checkout against another commit, side by side in one run.
 
-    python -m benchmarks.code_speed --against 58f1c35 --name structure_19a
+    python -m benchmarks code_speed --against 58f1c35 --name structure_19a
 
 Both versions of ``edge_rag/`` open the same index (a LiHua-World subset, built by this checkout
 when missing) in their own processes, alternating old and new each round so that both see the
@@ -107,7 +107,7 @@ def _build(index: Path, documents: int) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.code_speed",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks code_speed",
                                      description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--against", required=True, help="git commit or branch to compare with")
     parser.add_argument("--name", required=True, help="result name: code_speed_<name>.json")

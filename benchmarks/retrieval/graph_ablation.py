@@ -1,7 +1,7 @@
 """What each kind of relation and mention contributes to each method's recall@5 (issue 16).
 
-    python -m benchmarks.graph_ablation                       # LiHua-World dev, every variant
-    python -m benchmarks.graph_ablation --variants base,-co-occur --source PATH
+    python -m benchmarks graph_ablation                       # LiHua-World dev, every variant
+    python -m benchmarks graph_ablation --variants base,-co-occur --source PATH
 
 Each variant is a copy of a complete benchmark index (``--source``, default the data set's
 index) with one part of the graph removed in SQL: the structural relations whose every mention
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     shared = options(dataset="lihua", limit=None, limit_help="only the first N queries")
-    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.graph_ablation",
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks graph_ablation",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", default=None, help="a complete index to copy (default: the data set's)")

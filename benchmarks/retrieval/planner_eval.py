@@ -1,8 +1,8 @@
 """The adaptive planner on dev data (paper Table 3 shape): auto against every fixed method.
 
-    python -m benchmarks.planner_eval [--limits lihua=60,2wiki=40] [--slm NAME]
+    python -m benchmarks planner_eval [--limits lihua=60,2wiki=40] [--slm NAME]
 
-Needs ``export/planner_labels.jsonl`` (``python -m benchmarks.planner_labels``) and the answers of
+Needs ``export/planner_labels.jsonl`` (``python -m benchmarks planner_labels``) and the answers of
 every fixed method on the type-stratified subsets (``python -m benchmarks.answer_accuracy
 --dataset D --method M --limit N``; cached, so this script only reads them).
 
@@ -15,10 +15,10 @@ every fixed method on the type-stratified subsets (``python -m benchmarks.answer
   planner's own time (question embedding, cheap features, head) measured on the open index.
 - **auto** is what ``--method auto`` does with the default settings: the ``names`` planner (ppr
   when the question names something, else titles where its nearest chunk stands out by
-  ``planner_margin``, else ppr; that threshold is cross-validated by ``benchmarks.planner_margin``,
+  ``planner_margin``, else ppr; that threshold is cross-validated by ``planner_margin``,
   which also measures the opt-in ``margin`` planner), its recall from the same labelled rows;
   the head's cross-validated choice is the ``head`` column.
-- **Measured latency**: read from ``auto_latency.json`` (``python -m benchmarks.auto_latency``):
+- **Measured latency**: read from ``auto_latency.json`` (``python -m benchmarks auto_latency``):
   vector, ppr and auto on every question in rounds of random order, per-question
   medians, their mean, and auto − ppr paired with its standard error.
 - **Evidence recall** of auto vs fixed methods on *all* labelled dev queries (retrieval judge),
@@ -145,7 +145,7 @@ def _recall_table(rows: list[dict], auto: list[tuple[str, str]], head: list[tupl
 
 
 def _measured_latency() -> dict:
-    """Mean retrieval latency of vector, ppr and auto as ``benchmarks.auto_latency`` measured it
+    """Mean retrieval latency of vector, ppr and auto as the ``auto_latency`` benchmark measured it
     (per question, interleaved rounds, under ``heavy --timing``); empty until that has run."""
     path = RESULTS / "auto_latency.json"
     return json.loads(path.read_text())["datasets"] if path.is_file() else {}
@@ -304,7 +304,7 @@ def _print(result: dict) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.planner_eval", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks planner_eval", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limits", default="lihua=60,2wiki=40",
                         help="data sets and their stratified answer subsets (default: %(default)s)")

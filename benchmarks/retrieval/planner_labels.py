@@ -1,6 +1,6 @@
 """Planner training labels (§3.3): every method on every dev query, label = the simplest that works.
 
-    python -m benchmarks.planner_labels [--datasets lihua,2wiki,hotpotqa,multihop] [--no-slm]
+    python -m benchmarks planner_labels [--datasets lihua,2wiki,hotpotqa,multihop] [--no-slm]
 
 Judges, in the order A < B < C < D < E < F (none, vector, local, dual, topology, and ``ppr``,
 beyond the paper, last so that ties still go to the paper's methods):
@@ -152,7 +152,7 @@ def _labelled(name: str, output: Path) -> list[dict]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.planner_labels", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks planner_labels", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default="lihua,2wiki,hotpotqa,multihop",
                         help="comma-separated data sets to (re)label; the labels file joins every "

@@ -1,6 +1,6 @@
 """Vector's margin as ``auto``'s planner: where the nearest documents alone find what ``ppr`` finds.
 
-    python -m benchmarks.planner_margin [--datasets lihua,2wiki] [--folds 5] [--seeds 5]
+    python -m benchmarks planner_margin [--datasets lihua,2wiki] [--folds 5] [--seeds 5]
 
 For every dev question with evidence: the evidence recall at each k of the data set of ``ppr``,
 of the margin planner's cheap route ``titles`` (the nearest chunks, one per document first;
@@ -147,7 +147,7 @@ def _print(result: dict) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.planner_margin", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks planner_margin", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default="lihua,2wiki", help="comma-separated data sets")
     parser.add_argument("--folds", type=int, default=5, help="cross-validation folds")

@@ -1,10 +1,10 @@
 """Evidence recall and latency of every retrieval method (VR, LR, DR, TR, ppr, titles, auto with the
 default planner, and the no-weights ablation).
 
-    python -m benchmarks.retrieval                      # LiHua-World dev queries, fast-extractor graph
-    python -m benchmarks.retrieval --dataset 2wiki      # 2WikiMultihopQA dev questions
-    python -m benchmarks.retrieval --dataset hotpotqa   # also: multihop (derived corpus)
-    python -m benchmarks.retrieval --dataset 2wiki --methods vector,ppr --as-is   # some methods only
+    python -m benchmarks retrieval                      # LiHua-World dev queries, fast-extractor graph
+    python -m benchmarks retrieval --dataset 2wiki      # 2WikiMultihopQA dev questions
+    python -m benchmarks retrieval --dataset hotpotqa   # also: multihop (derived corpus)
+    python -m benchmarks retrieval --dataset 2wiki --methods vector,ppr --as-is   # some methods only
 
 LiHua-World: recall@k is the share of a query's evidence conversations among the documents of
 the top-k chunks (Null queries have no evidence and are left out), split by Single and Multi.
@@ -77,7 +77,7 @@ def _print(result: dict, ks: tuple[int, ...]) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     shared = options(dataset="lihua", limit=None, limit_help="only the first N queries", as_is=True)
-    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.retrieval",
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks retrieval",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")

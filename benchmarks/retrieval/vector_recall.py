@@ -1,6 +1,6 @@
 """VR evidence recall@k on LiHua-World dev queries, with index time, throughput, size, RSS.
 
-    python -m benchmarks.vector_recall [--index DIR] [--profile dev] [--chunk-tokens N]
+    python -m benchmarks vector_recall [--index DIR] [--profile dev] [--chunk-tokens N]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One copy of each vector: exact search over SQLite's codes against an HNSW file, per kind.
 
-    python -m benchmarks.vector_store                    # LiHua-World and 2Wiki benchmark indexes
-    python -m benchmarks.vector_store --dataset lihua --limit 100
+    python -m benchmarks vector_store                    # LiHua-World and 2Wiki benchmark indexes
+    python -m benchmarks vector_store --dataset lihua --limit 100
 
 For each vector kind (chunks, entity names, relations) of a benchmark index, in one run: the
 vectors and their codes' bytes in SQLite, the bytes an HNSW ``.usearch`` file adds, the time to
