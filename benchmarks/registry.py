@@ -14,6 +14,8 @@ HERE = Path(__file__).resolve().parent
 GROUPS: dict[str, tuple[str, ...]] = {
     "retrieval": ("retrieval", "vector_recall", "vector_store", "graph_ablation", "auto_latency",
                   "planner_labels", "planner_eval", "planner_margin", "code_speed"),
+    "answers": ("answer_accuracy", "answer_rules", "answer_decode", "abstention", "injection", "ask_latency",
+               "suite"),
 }
 
 

@@ -10,7 +10,8 @@ from importlib import import_module
 import numpy as np
 import pytest
 
-from benchmarks import peers, suite
+from benchmarks import peers
+from benchmarks.answers import suite
 from benchmarks.core import results
 from benchmarks.core.datasets import DATASETS
 from benchmarks.core.measure import method_footprint
@@ -19,9 +20,8 @@ from benchmarks.registry import Benchmark, every
 from benchmarks.retrieval.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
-SCRIPTS = ["slm_speed", "answer_accuracy", "graph_build", "suite", "memory", "peers", "abstention",
-           "formats", "serve", "encryption", "injection", "behaviour", "board_slm", "export_memory",
-           "scale", "scale_build", "scale_marginal", "scale_density", "answer_rules"]
+SCRIPTS = ["slm_speed", "graph_build", "memory", "peers", "formats", "serve", "encryption", "behaviour",
+           "board_slm", "export_memory", "scale", "scale_build", "scale_marginal", "scale_density"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

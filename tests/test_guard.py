@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.injection import cases, followed
+from benchmarks.answers.injection import cases, followed
 from edge_rag import EdgeRAG, prompts
 from edge_rag.cli import main
 from edge_rag.guard import neutral, strip_instructions

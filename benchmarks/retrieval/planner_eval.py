@@ -3,7 +3,7 @@
     python -m benchmarks planner_eval [--limits lihua=60,2wiki=40] [--slm NAME]
 
 Needs ``export/planner_labels.jsonl`` (``python -m benchmarks planner_labels``) and the answers of
-every fixed method on the type-stratified subsets (``python -m benchmarks.answer_accuracy
+every fixed method on the type-stratified subsets (``python -m benchmarks answer_accuracy
 --dataset D --method M --limit N``; cached, so this script only reads them).
 
 - **Planner accuracy**: 5-fold cross-validated labels of the head (each query planned by a head
@@ -209,7 +209,7 @@ def _warn_missing(name: str, limit: int, judged: dict) -> None:
         missing = sum(row is None for row in rows)
         if missing:
             print(f"{name}/{method}: {missing} of {len(rows)} answers not cached; the Table 3 row is "
-                  f"left out (run python -m benchmarks.answer_accuracy --dataset {name} "
+                  f"left out (run python -m benchmarks answer_accuracy --dataset {name} "
                   f"--method {method} --limit {limit})", file=sys.stderr)
 
 

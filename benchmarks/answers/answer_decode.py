@@ -1,6 +1,6 @@
 """Answer decoding with and without prompt lookup, side by side on LiHua-World dev questions.
 
-    python -m benchmarks.answer_decode [--dataset lihua] [--slm qwen2.5-coder-0.5b-q4]
+    python -m benchmarks answer_decode [--dataset lihua] [--slm qwen2.5-coder-0.5b-q4]
                                        [--method vector] [--limit 60] [--draft-tokens 3]
 
 Each question is answered twice by the answer stage of the profile (focused by default), once

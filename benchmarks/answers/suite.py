@@ -1,6 +1,6 @@
 """The on-device benchmark suite: one profile, one data set, every method, one table.
 
-    python -m benchmarks.suite [--profile dev] [--dataset lihua|2wiki|hotpotqa|multihop]
+    python -m benchmarks suite [--profile dev] [--dataset lihua|2wiki|hotpotqa|multihop]
                                [--limit 60] [--queries FILE] [--methods none,vector,...] [--no-ablation]
 
 For each method (none, vector, local, dual, topology, ppr, auto, and the -weights rows of the graph
@@ -223,7 +223,7 @@ def _plot(result: dict, path: Path) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     shared = options(profile="dev", dataset="lihua", limit=60, limit_help="type-stratified query subset")
-    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.suite",
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks suite",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", help="a query file of the LiHua-World format instead of the data set's")

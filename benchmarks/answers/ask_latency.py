@@ -1,6 +1,6 @@
 """End-to-end answer latency: ``EdgeRAG.ask`` on dev questions, runtimes side by side.
 
-    python -m benchmarks.ask_latency [--dataset lihua] [--method vector] [--limit 60]
+    python -m benchmarks ask_latency [--dataset lihua] [--method vector] [--limit 60]
                                      [--variants now now,draft_tokens=0 369a9ba]
 
 A variant is a runtime, ``now`` (this checkout's ``edge_rag/``) or a commit (its ``edge_rag/``
@@ -48,7 +48,7 @@ def child(dataset_name: str, method: str, limit: int, overrides: dict) -> list[d
 def run_variant(variant: str, args: argparse.Namespace) -> list[dict]:
     """One variant in its own process (a commit's runtime first on its path)."""
     runtime, *settings = variant.split(",")
-    command = [sys.executable, "-m", "benchmarks.ask_latency", "--child", *settings,
+    command = [sys.executable, "-m", "benchmarks.answers.ask_latency", "--child", *settings,
                "--dataset", args.dataset, "--method", args.method, "--limit", str(args.limit)]
     cwd = None if runtime == "now" else runtime_at(runtime)
     output = subprocess.run(command, capture_output=True, text=True, check=True, env=child_env(cwd),

@@ -1,6 +1,6 @@
 """Every rule of the focused answer stage, switched off one at a time, judged on two halves of dev.
 
-    python -m benchmarks.answer_rules [--dataset lihua|2wiki] [--slm NAME] [--method vector]
+    python -m benchmarks answer_rules [--dataset lihua|2wiki] [--slm NAME] [--method vector]
                                       [--limit N] [--rules yesno,who,...] [--base-off RULES]
                                       [--tag NAME]
 

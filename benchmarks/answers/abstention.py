@@ -1,8 +1,8 @@
 """Abstention on the question's unsupported terms: every threshold, and halves cross-validated.
 
-    python -m benchmarks.abstention [--slm qwen2.5-coder-0.5b-q4] [--method vector]
+    python -m benchmarks abstention [--slm qwen2.5-coder-0.5b-q4] [--method vector]
 
-Reads the cached answers of ``benchmarks.answer_accuracy`` (all LiHua-World dev questions, the
+Reads the cached answers of ``answer_accuracy`` (all LiHua-World dev questions, the
 default profile's focused stage): each holds the question's terms no chosen evidence line matches
 (``Answer.details["unsupported"]``; empty for yes/no and either-or questions) and the abstention
 reason. For every ``abstain_terms`` threshold it reports recall of abstention on Null questions,
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     cache = load_cache(cache_path("lihua", settings.slm, args.method, settings))
     missing = [q["id"] for q in queries if q["id"] not in cache]
     if missing:
-        raise SystemExit(f"{len(missing)} answers not cached: run benchmarks.answer_accuracy first")
+        raise SystemExit(f"{len(missing)} answers not cached: run python -m benchmarks answer_accuracy first")
     rows = [{**cache[q["id"]], "type": q["type"]} for q in queries]
     table = [rates(rows, k) for k in range(1, 9)]
     halves = [rows[0::2], rows[1::2]]

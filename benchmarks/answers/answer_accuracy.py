@@ -1,6 +1,6 @@
 """Answer accuracy with the SLM on LiHua-World or 2WikiMultihopQA dev queries.
 
-    python -m benchmarks.answer_accuracy [--dataset lihua|2wiki] [--slm qwen2.5-coder-0.5b-q4]
+    python -m benchmarks answer_accuracy [--dataset lihua|2wiki] [--slm qwen2.5-coder-0.5b-q4]
                                          [--method vector] [--limit N] [--type Multi] [--no-weights]
                                          [--stage focused|plain] [--as-is]
 
