@@ -16,6 +16,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                   "planner_labels", "planner_eval", "planner_margin", "code_speed"),
     "answers": ("answer_accuracy", "answer_rules", "answer_decode", "abstention", "injection", "ask_latency",
                "suite"),
+    "slm": ("slm_speed", "slm_quality", "board_slm", "export_memory", "memory"),
 }
 
 

@@ -5,7 +5,7 @@
 
 One run, on loopback, over a copy of the LiHua-World index:
 
-1. the ``ask`` peak RSS of the profile, measured as ``benchmarks.memory`` does (a fresh process
+1. the ``ask`` peak RSS of the profile, measured as the ``memory`` benchmark does (a fresh process
    answering two questions);
 2. the server's retrieve overhead: ``--overhead`` distinct questions, each retrieved once by the
    library in this process and once through ``POST /v1/retrieve`` (keep-alive connection; which
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace, index: Path, questions: list[str]) -> dict[str, Any]:
     """The four phases against one server process."""
-    _say("ask peak RSS (benchmarks.memory's child)")
+    _say("ask peak RSS (the memory benchmark's child)")
     ask_peak = _ask_peak(args.profile)
     server = _start(index, args.profile, args.queue)
     try:
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace, index: Path, questions: list[str]) -> dict[str
 
 
 def _ask_peak(profile: str) -> float:
-    command = [sys.executable, "-m", "benchmarks.memory", "--child", "--dataset", "lihua",
+    command = [sys.executable, "-m", "benchmarks.slm.memory", "--child", "--dataset", "lihua",
                "--profiles", profile, "--methods", "vector", "--questions", "2"]
     done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
     return float(json.loads(done.stdout)["peak_rss_mb"])

@@ -20,8 +20,8 @@ from benchmarks.registry import Benchmark, every
 from benchmarks.retrieval.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
-SCRIPTS = ["slm_speed", "graph_build", "memory", "peers", "formats", "serve", "encryption", "behaviour",
-           "board_slm", "export_memory", "scale", "scale_build", "scale_marginal", "scale_density"]
+SCRIPTS = ["graph_build", "peers", "formats", "serve", "encryption", "behaviour", "scale", "scale_build",
+           "scale_marginal", "scale_density"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -144,7 +144,7 @@ def test_no_answer_cache_is_committed() -> None:
 
 
 def test_slm_speed_without_llama_cpp_names_the_extra_that_builds_it(monkeypatch, capsys) -> None:
-    from benchmarks import slm_speed
+    from benchmarks.slm import slm_speed
 
     found = slm_speed.importlib.util.find_spec
     monkeypatch.setattr(slm_speed.importlib.util, "find_spec",
@@ -157,7 +157,7 @@ def test_the_roofline_counts_what_a_decode_step_reads(tmp_path) -> None:
     onnx = pytest.importorskip("onnx")
     import numpy as np
 
-    from benchmarks.slm_speed import _add_roofline, bus_gbs, onnx_read_mb
+    from benchmarks.slm.slm_speed import _add_roofline, bus_gbs, onnx_read_mb
 
     # The embedding table is gathered (one row a token); the projection is read whole.
     table, projection = np.ones((1000, 64), np.float32), np.ones((64, 64), np.float32)

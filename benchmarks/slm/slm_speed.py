@@ -1,6 +1,6 @@
 """SLM speed and memory side by side: load, prefill, decode, TTFT, peak RSS.
 
-    python -m benchmarks.slm_speed [--models qwen2.5-coder-0.5b qwen2.5-coder-1.5b]
+    python -m benchmarks slm_speed [--models qwen2.5-coder-0.5b qwen2.5-coder-1.5b]
         [--variants q4 llama.cpp] [--prompt-tokens 300 1000] [--new-tokens 64]
 
 Variants: ``int8`` (optimum graph), ``q8``/``q4`` (GQA graph, ``edge-rag export slm --bits``),
@@ -399,7 +399,7 @@ def _add_roofline(rows: list[dict], bus: float) -> None:
 
 def _child(model: str, variant: str, args: argparse.Namespace) -> list[dict]:
     folder_variant, _, commit = variant.partition("@")
-    command = [sys.executable, "-m", "benchmarks.slm_speed", "--child", model, folder_variant,
+    command = [sys.executable, "-m", "benchmarks.slm.slm_speed", "--child", model, folder_variant,
                "--prompt-tokens", *map(str, args.prompt_tokens), "--new-tokens", str(args.new_tokens),
                "--llama-threads", str(args.llama_threads), "--threads", str(args.threads)]
     # With a commit, run from that commit's runtime folder (first on sys.path); these benchmarks run it.

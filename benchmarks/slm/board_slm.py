@@ -1,6 +1,6 @@
 """The SLMs the board profiles take, answering LiHua-World dev questions: size, memory, prefill.
 
-    python -m benchmarks.board_slm [--slms qwen2.5-coder-0.5b-q4 qwen2.5-coder-1.5b-q4]
+    python -m benchmarks board_slm [--slms qwen2.5-coder-0.5b-q4 qwen2.5-coder-1.5b-q4]
                                    [--limit 30] [--method vector] [--profile rpi5]
 
 Each SLM runs in its own process with the profile's settings (its budget lifted so that the
@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     measured, table_rows = {}, []
     for slm in args.slms:
         print(f"[{time.strftime('%H:%M:%S')}] {slm} ...", file=sys.stderr, flush=True)
-        command = [sys.executable, "-m", "benchmarks.board_slm", "--child", slm, "--profile", args.profile,
-                   "--method", args.method, "--limit", str(args.limit)]
+        command = [sys.executable, "-m", "benchmarks.slm.board_slm", "--child", slm,
+                   "--profile", args.profile, "--method", args.method, "--limit", str(args.limit)]
         output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         measured[slm] = json.loads(output.strip().splitlines()[-1])
         table_rows.append(summarise(slm, measured[slm]))

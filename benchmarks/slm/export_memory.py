@@ -9,7 +9,7 @@ and the exit status. With ``--name`` the result is written to
 ``benchmarks/results/export_memory_NAME.json``; several runs of one name are kept side by side
 under their ``--label``.
 
-    python -m benchmarks.export_memory --name q05 --label new -- \\
+    python -m benchmarks export_memory --name q05 --label new -- \\
         edge-rag export slm qwen2.5-coder-0.5b --bits 4 --name q05-new
 """
 

@@ -1,6 +1,6 @@
 """Memory: the budget's estimate against the peak RSS measured, per device profile and method.
 
-    python -m benchmarks.memory [--dataset lihua] [--profiles dev,rpi4,...] [--methods vector,dual,topology]
+    python -m benchmarks memory [--dataset lihua] [--profiles dev,rpi4,...] [--methods vector,dual,topology]
                                 [--questions 2]
 
 Each (profile, method) runs in a fresh process: open the data set's index for the profile, answer
@@ -57,7 +57,7 @@ def _estimate(args: argparse.Namespace, profile: str) -> MemoryEstimate:
 
 def _measure(args: argparse.Namespace, profile: str, method: str, estimate: MemoryEstimate) -> dict:
     settings = Settings.load(profile)
-    command = [sys.executable, "-m", "benchmarks.memory", "--child", "--dataset", args.dataset,
+    command = [sys.executable, "-m", "benchmarks.slm.memory", "--child", "--dataset", args.dataset,
                "--profiles", profile, "--methods", method, "--questions", str(args.questions)]
     child = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
     return {"profile": profile, "method": method, "SLM": settings.slm, "window": settings.slm_context_tokens,
@@ -79,7 +79,7 @@ def _child(args: argparse.Namespace) -> dict:
 
 def _parser() -> argparse.ArgumentParser:
     shared = options(dataset="lihua")
-    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.memory",
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks memory",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profiles", default=",".join(PROFILES), help="comma-separated (default: all)")

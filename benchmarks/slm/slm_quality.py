@@ -1,6 +1,6 @@
 """SLM export quality against fp32: perplexity on a fixed text, top-1 agreement, fixed questions.
 
-    python -m benchmarks.slm_quality [--models smollm2-135m qwen2.5-coder-0.5b]
+    python -m benchmarks slm_quality [--models smollm2-135m qwen2.5-coder-0.5b]
         [--variants int8 q8 q4] [--tokens 256]
 
 The reference is ``MODEL-gqa-fp32`` (``edge-rag export slm --keep-fp32``): the GGUF's weights
