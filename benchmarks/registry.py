@@ -17,6 +17,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "answers": ("answer_accuracy", "answer_rules", "answer_decode", "abstention", "injection", "ask_latency",
                "suite"),
     "slm": ("slm_speed", "slm_quality", "board_slm", "export_memory", "memory"),
+    "index": ("index_build", "graph_build", "formats", "encryption"),
 }
 
 

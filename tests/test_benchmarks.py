@@ -20,8 +20,7 @@ from benchmarks.registry import Benchmark, every
 from benchmarks.retrieval.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
-SCRIPTS = ["graph_build", "peers", "formats", "serve", "encryption", "behaviour", "scale", "scale_build",
-           "scale_marginal", "scale_density"]
+SCRIPTS = ["peers", "serve", "behaviour", "scale", "scale_build", "scale_marginal", "scale_density"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

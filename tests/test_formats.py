@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import sample_files as files
+from benchmarks.index import sample_files as files
 from edge_rag import BadDocument, EdgeRAG
 from edge_rag.index import Document, Skipped, read_sources
 from edge_rag.index.reader import SkipTally

@@ -10,7 +10,7 @@ import pytest
 
 FIFTY_MB = 50 * 2**20
 # Peak RSS measured ~290 MiB for this file (~200 MiB for a 5 MB one); the graph is off here (it is
-# measured by benchmarks/graph_build.py). Holding the decoded text,
+# measured by benchmarks/index/graph_build.py). Holding the decoded text,
 # its ~100k chunks and their float32 vectors at once would push well past this bound.
 RSS_BOUND_MB = 400
 

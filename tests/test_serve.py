@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from benchmarks import sample_files as files
+from benchmarks.index import sample_files as files
 from edge_rag import EdgeRAG
 
 from .conftest import DIRECTOR, FILM, ROOT, SMALL_SLM

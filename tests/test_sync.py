@@ -132,7 +132,7 @@ def test_a_file_that_changes_while_read_is_picked_up_next_time(tmp_path: Path, m
 
 
 def test_a_grown_mbox_keeps_its_old_messages(tmp_path: Path, model_folder) -> None:
-    from benchmarks import sample_files as files
+    from benchmarks.index import sample_files as files
 
     folder = tmp_path / "mail"
     folder.mkdir()

@@ -1,8 +1,8 @@
 """Document formats and folder sync: a mixed folder per format, an mbox's memory, a 10,000-file no-op sync.
 
-    python -m benchmarks.formats [--messages 1000] [--files 10000] [--work DIR]
+    python -m benchmarks formats [--messages 1000] [--files 10000] [--work DIR]
 
-1. The mixed folder of ``benchmarks/sample_files.py`` (PDF with text, a scan, an encrypted PDF,
+1. The mixed folder of ``benchmarks/index/sample_files.py`` (PDF with text, a scan, an encrypted PDF,
    HTML, EML, an MBOX of ``--messages`` messages, DOCX, Markdown, TXT, CSV), written with the
    real libraries, indexed format by format into one index: documents, chunks, seconds and refusals
    per format, then whether each planted fact is found top-1 by ``vector`` and ``ppr``.
@@ -29,9 +29,8 @@ from typing import Any
 
 from benchmarks.core.paths import ROOT
 from benchmarks.core.results import markdown_table, write_result
+from benchmarks.index import sample_files as files
 from edge_rag import EdgeRAG
-
-from . import sample_files as files
 
 GROUPS = {"pdf": ("report.pdf", "scan.pdf", "locked.pdf"), "html": ("ferry.html",), "eml": ("order.eml",),
           "mbox": ("letters.mbox",), "docx": ("harvest.docx",), "md": ("kites.md",),
@@ -151,7 +150,7 @@ def _print(result: dict[str, Any]) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.formats", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks formats", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=1000, help="messages in the mixed folder's mbox")
     parser.add_argument("--files", type=int, default=10000, help="files in the sync folder")

@@ -1,8 +1,8 @@
 """Graph index build on LiHua-World: extraction throughput, aggregation figures, bytes, coverage.
 
-    python -m benchmarks.graph_build                          # fast extractor, all 442 conversations
-    python -m benchmarks.graph_build --extractor slm --subset 30 --slm qwen2.5-coder-0.5b-int8
-    python -m benchmarks.graph_build --extractor fast --subset 30   # the same subset, fast rules
+    python -m benchmarks graph_build                          # fast extractor, all 442 conversations
+    python -m benchmarks graph_build --extractor slm --subset 30 --slm qwen2.5-coder-0.5b-int8
+    python -m benchmarks graph_build --extractor fast --subset 30   # the same subset, fast rules
 
 ``--subset N`` takes the evidence conversations of the dev queries, in query order, until N
 conversations are collected, so that answer coverage can be measured on them. Coverage of a
@@ -131,7 +131,7 @@ def _print(result: dict) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.graph_build", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks graph_build", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--extractor", default="fast", choices=("fast", "slm"))
     parser.add_argument("--subset", type=int, default=None, metavar="N",

@@ -1,6 +1,6 @@
 """Small real files of every readable format, written with the real libraries, each with a planted fact.
 
-Used by ``benchmarks.formats`` and the tests (``tests/test_formats.py``, ``tests/test_sync.py``):
+Used by the ``formats`` benchmark and the tests (``tests/test_formats.py``, ``tests/test_sync.py``):
 PDFs with a text layer (fpdf2), an image-only scan (fpdf2 + Pillow), an encrypted PDF (pypdf),
 Word (python-docx), HTML, e-mail (``email``: .eml, and an .mbox of many messages via
 ``mailbox``), Markdown, plain text and CSV. ``FACTS`` lists, per file, a question and the

@@ -1,6 +1,6 @@
 """Encryption at rest: a plain and an encrypted LiHua-World index side by side.
 
-    python -m benchmarks.encryption [--docs N] [--builds 2] [--key-file FILE]
+    python -m benchmarks encryption [--docs N] [--builds 2] [--key-file FILE]
 
 Builds the LiHua-World corpus (all 442 conversations; ``--docs N``: the first N) into a plain and
 an encrypted index in one run, alternating (plain, encrypted, encrypted, plain for ``--builds 2``),

@@ -1,8 +1,8 @@
 """Build one data set's benchmark index in a process that does nothing else: time, CPU, peak RSS.
 
-    python -m benchmarks.index_build --dataset 2wiki            # builds benchmarks/.indexes/2wiki
-    python -m benchmarks.index_build --dataset lihua --rebuild  # delete and build again
-    python -m benchmarks.index_build --dataset 2wiki --limit 1500 --rebuild  # a slice, to profile
+    python -m benchmarks index_build --dataset 2wiki            # builds benchmarks/.indexes/2wiki
+    python -m benchmarks index_build --dataset lihua --rebuild  # delete and build again
+    python -m benchmarks index_build --dataset 2wiki --limit 1500 --rebuild  # a slice, to profile
 
 The process indexes every document of the data set (the fast extractor by default) and then
 exits, so its peak RSS is the build's alone (the retrieval benchmark builds and evaluates in
