@@ -20,7 +20,7 @@ from benchmarks.registry import Benchmark, every
 from benchmarks.retrieval.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
-SCRIPTS = ["peers", "serve", "behaviour", "scale", "scale_build", "scale_marginal", "scale_density"]
+SCRIPTS = ["peers", "serve", "behaviour"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -192,8 +192,8 @@ def test_a_cached_answer_is_asked_again_when_the_rules_parse_its_question_otherw
 
 
 def test_a_density_family_is_its_first_documents_up_to_lihuas_size() -> None:
-    from benchmarks.scale_corpus import documents, text_bytes
-    from benchmarks.scale_density import family_documents
+    from benchmarks.scale.scale_corpus import documents, text_bytes
+    from benchmarks.scale.scale_density import family_documents
 
     target = text_bytes(documents(1))
     chats = family_documents("scale")

@@ -1,6 +1,6 @@
 """Marginal build cost: the same new text inserted into the scale index of every size.
 
-``benchmarks.scale_build`` times each stage on the text that stage adds: LiHua-World's chats at
+``scale_build`` times each stage on the text that stage adds: LiHua-World's chats at
 1×, encyclopaedic passages from 3×, generated chats from 10×. Its throughput therefore mixes two
 things: how large the index already is, and what kind of text arrives (a KB of 2Wiki makes a third
 more chunks than a KB of chat). Here the same text, generated conversations of a world that no
@@ -16,8 +16,8 @@ worktree: its ``edge_rag``, this checkout's probe): old and new side by side in 
 going through every size and code in turn, and reports the median CPU time of each step (this
 machine's speed drifts by a third within minutes: one run each compared conditions more than codes).
 
-    python -m benchmarks.scale_marginal                          # sizes 1,3,10,30
-    python -m benchmarks.scale_marginal --sizes 1,30 --compare ../wt-old --repeat 3
+    python -m benchmarks scale_marginal                          # sizes 1,3,10,30
+    python -m benchmarks scale_marginal --sizes 1,30 --compare ../wt-old --repeat 3
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from benchmarks.core.measure import peak_rss_mb, stored_files
 from benchmarks.core.paths import INDEXES, ROOT
 from benchmarks.core.results import markdown_table, write_result
 from benchmarks.core.runtime import child_env, commit_of, runtime_of
-from benchmarks.scale_build import StackSampler, index_of
-from benchmarks.scale_corpus import generated_world, text_bytes
+from benchmarks.scale.scale_build import StackSampler, index_of
+from benchmarks.scale.scale_corpus import generated_world, text_bytes
 
 WORLD = 10_000  # the 30× corpus holds worlds 0-39; the primer is the next world's
 BATCH = 110  # conversations: about 160 KB, a quarter of a generated year
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if (index_of(int(s)) / "scale_build.json").is_file()]
     if not sizes:
-        print("no scale index built yet: python -m benchmarks.scale --build")
+        print("no scale index built yet: python -m benchmarks scale --build")
         return 1
     codes = {"now": ROOT, **({"before": Path(args.compare).resolve()} if args.compare else {})}
     primers = {(n, name): prime(n, code, name) for n in sizes for name, code in codes.items()}
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             for step in TIMED:
                 smallest = rows[0][name][step]["kb_per_cpu_s"]
                 row[name][step]["vs_smallest"] = round(row[name][step]["kb_per_cpu_s"] / smallest, 3)
-    result = {"command": "python -m benchmarks.scale_marginal " + " ".join(argv or sys.argv[1:]),
+    result = {"command": "python -m benchmarks scale_marginal " + " ".join(argv or sys.argv[1:]),
               "batch": {"world": WORLD, "conversations": BATCH, "bytes": text_bytes(step_docs("batch")),
                         "one_bytes": text_bytes(step_docs("one"))},
               "sizes": rows, **({"compared_with": commit_of(codes["before"])} if args.compare else {})}
@@ -128,7 +128,7 @@ def summary(primer: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any
 def _probe_process(code: Path, step: str, index: Path) -> dict[str, Any]:
     # The runtime of ``code``, these benchmarks' own probe: only ``edge_rag`` differs between codes.
     runtime = runtime_of(code)
-    command = [sys.executable, "-m", "benchmarks.scale_marginal", "--probe", str(index), "--step", step]
+    command = [sys.executable, "-m", "benchmarks.scale.scale_marginal", "--probe", str(index), "--step", step]
     out = subprocess.run(command, capture_output=True, text=True, cwd=runtime, env=child_env(runtime),
                          check=True)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -174,7 +174,7 @@ def _cpu() -> float:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale_marginal",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks scale_marginal",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1,3,10,30", help="sizes whose scale index exists (e.g. 1,30)")
     parser.add_argument("--compare", default="", help="also insert with the code checked out at this path")

@@ -7,9 +7,9 @@ anything about growth. Here each source family alone, its first documents in sca
 LiHua-World's size (all of it when smaller), is built into a fresh index in a process of its own.
 Weighted by the KB of each family a size holds, those figures predict the bytes per KB the size
 would have if an index cost nothing extra for being large; ``vs mix`` is the size's actual bytes
-per KB (every file of its folder, as ``benchmarks.scale`` counts them) over that prediction.
+per KB (every file of its folder, as the ``scale`` benchmark counts them) over that prediction.
 
-    python -m benchmarks.scale_density                 # after: python -m benchmarks.scale --build
+    python -m benchmarks scale_density                 # after: python -m benchmarks scale --build
 """
 
 from __future__ import annotations
@@ -20,15 +20,13 @@ import shutil
 import subprocess
 import sys
 from itertools import chain
-from pathlib import Path
 from typing import Any
 
 from benchmarks.core.measure import stored_files
-from benchmarks.core.paths import INDEXES
+from benchmarks.core.paths import INDEXES, ROOT
 from benchmarks.core.results import markdown_table, write_result
-
-from .scale_build import SIZES, index_of
-from .scale_corpus import describe, distractors, documents, text_bytes
+from benchmarks.scale.scale_build import SIZES, index_of
+from benchmarks.scale.scale_corpus import describe, distractors, documents, text_bytes
 
 WORK = INDEXES / "scale-density"
 
@@ -41,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     families = {family: _family_process(family) for family in describe(documents(30))}
     sizes = [size_row(n, families) for n in SIZES if (index_of(n) / "scale_build.json").is_file()]
-    result = {"command": "python -m benchmarks.scale_density", "target_bytes": text_bytes(documents(1)),
+    result = {"command": "python -m benchmarks scale_density", "target_bytes": text_bytes(documents(1)),
               "families": families, "sizes": sizes}
     print(markdown_table(*table(families, sizes)))
     print(f"wrote {write_result(args.name, result)}")
@@ -108,14 +106,14 @@ def table(families: dict[str, dict[str, Any]],
 
 
 def _family_process(family: str) -> dict[str, Any]:
-    command = [sys.executable, "-m", "benchmarks.scale_density", "--family", family]
+    command = [sys.executable, "-m", "benchmarks.scale.scale_density", "--family", family]
     out = subprocess.run(command, capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parent.parent)
+                         cwd=ROOT)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale_density",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks scale_density",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--name", default="index_density", help="results file name")
     parser.add_argument("--family", default="", help=argparse.SUPPRESS)

@@ -11,6 +11,7 @@ dated 2010-2025, never LiHua's 2026, so no distractor can pass for an evidence c
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from collections.abc import Iterator
@@ -164,8 +165,17 @@ def describe(docs: list[Document]) -> dict[str, int]:
     return out
 
 
-if __name__ == "__main__":
-    for size in (1, 3, 10, 30):
+def main(argv: list[str] | None = None) -> int:
+    """Print each size's documents, text bytes and bytes per source family, then a generated chat."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1,3,10,30", help="sizes, × LiHua-World (default: %(default)s)")
+    args = parser.parse_args(argv)
+    for size in (int(s) for s in args.sizes.split(",")):
         corpus = documents(size)
         print(size, len(corpus), text_bytes(corpus), json.dumps(describe(corpus)))
     print("".join(generated_world(0)[5].blocks()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

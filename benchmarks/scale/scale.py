@@ -1,8 +1,8 @@
 """Scale: LiHua-World among distractors grown to 1×, 3×, 10× and 30× its size (issue 46).
 
-    python -m benchmarks.scale --build                 # build what is missing, then measure
-    python -m benchmarks.scale --sizes 1,3             # measure the indexes built so far
-    python -m benchmarks.scale --sizes 1 --queries 40  # fewer questions (a quick look)
+    python -m benchmarks scale --build                 # build what is missing, then measure
+    python -m benchmarks scale --sizes 1,3             # measure the indexes built so far
+    python -m benchmarks scale --sizes 1 --queries 40  # fewer questions (a quick look)
 
 The corpora are ``scale_corpus.py``'s (LiHua first, then 2Wiki, HotpotQA and MultiHop-RAG texts,
 then generated chats), built stage by stage by ``scale_build.py`` (each size's build record:
@@ -37,11 +37,10 @@ from typing import Any
 
 from benchmarks.core.datasets import document_timestamp, lihua_queries
 from benchmarks.core.measure import peak_rss_mb, percentiles, stored_files
-from benchmarks.core.paths import ROOT
+from benchmarks.core.paths import RESULTS, ROOT
 from benchmarks.core.results import markdown_table, pyplot, save_figure, write_result
 from benchmarks.core.runtime import child_env, commit_of, runtime_of
-
-from .scale_build import SIZES, index_of
+from benchmarks.scale.scale_build import SIZES, index_of
 
 METHODS = ("vector", "ppr", "auto")
 MEASURED = "scale_measure.json"
@@ -60,10 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         build(sizes)
     rows = [_measured(n, args) for n in sizes if (index_of(n) / "scale_build.json").is_file()]
     if not rows:
-        print("no scale index built yet: python -m benchmarks.scale --build")
+        print("no scale index built yet: python -m benchmarks scale --build")
         return 1
     _add_ratios(rows)
-    result = {"command": "python -m benchmarks.scale " + " ".join(argv if argv is not None else sys.argv[1:]),
+    result = {"command": "python -m benchmarks scale " + " ".join(argv if argv is not None else sys.argv[1:]),
               "queries": rows[0]["queries"], "measured_at": {r["times"]: r.get("measured_at") for r in rows},
               "sizes": rows, **({"note": args.note} if args.note else {}),
               **({"compared_with": commit_of(Path(args.compare))} if args.compare else {})}
@@ -80,7 +79,7 @@ def build(sizes: list[int]) -> None:
         if times > max(sizes):
             break
         if not (index_of(times) / "scale_build.json").is_file():
-            _run([PYTHON, "-m", "benchmarks.scale_build", str(times), str(previous)])
+            _run([PYTHON, "-m", "benchmarks.scale.scale_build", str(times), str(previous)])
         previous = times
 
 
@@ -150,7 +149,7 @@ def before(index: Path, args: argparse.Namespace, with_wiki: bool) -> dict[str, 
 def probe_process(mode: str, index: Path, args: argparse.Namespace, code: Path = ROOT) -> dict[str, Any]:
     """``probe`` in a process of its own (its memory and its cold start are its own), run with
     the code in ``code`` (this checkout by default)."""
-    command = [PYTHON, "-m", "benchmarks.scale", "--probe", mode, "--index", str(index),
+    command = [PYTHON, "-m", "benchmarks.scale.scale", "--probe", mode, "--index", str(index),
                "--queries", str(args.queries)]
     runtime = runtime_of(code)  # that checkout's edge_rag, this checkout's probe
     out = subprocess.run(command, capture_output=True, text=True, cwd=runtime, env=child_env(runtime),
@@ -308,7 +307,7 @@ def plot(rows: list[dict[str, Any]], name: str) -> None:
         axis.set_xlabel("corpus size (× LiHua-World)")
         axis.set_title(title)
         axis.legend(fontsize=8)
-    save_figure(plt, figure, Path(__file__).parent / "results" / f"{name}.png")
+    save_figure(plt, figure, RESULTS / f"{name}.png")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -24,9 +24,8 @@ from typing import Any
 
 from benchmarks.core.measure import RssSampler, peak_rss_mb
 from benchmarks.core.paths import INDEXES
+from benchmarks.scale.scale_corpus import documents, text_bytes
 from edge_rag import EdgeRAG
-
-from .scale_corpus import documents, text_bytes
 
 SIZES = (1, 3, 10, 30)
 CHAIN = INDEXES / "scale-chain"
