@@ -20,7 +20,7 @@ from benchmarks.registry import Benchmark, every
 from benchmarks.retrieval.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
-SCRIPTS = ["peers", "serve", "behaviour"]
+SCRIPTS = ["peers", "behaviour"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

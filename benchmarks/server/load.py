@@ -1,6 +1,6 @@
 """Load: reader processes query an index while one writer inserts and deletes, for a fixed time.
 
-    python -m benchmarks.load [--seconds 60] [--readers 4] [--base 24] [--methods vector,dual]
+    python -m benchmarks load [--seconds 60] [--readers 4] [--base 24] [--methods vector,dual]
                               [--threads 1] [--min-writes 0] [--output FILE] [--work DIR]
 
 The base index holds the first ``--base`` LiHua-World conversations (built once under
@@ -106,7 +106,7 @@ def run(seconds: float, readers: int, base: int, methods: list[str], work: str |
 
 def _spawn(role: str, index: Path, methods: list[str], number: int, threads: int) -> subprocess.Popen:
     # number: a reader's index (where it starts in the question list), the writer's --min-writes.
-    command = [sys.executable, "-m", "benchmarks.load", "--role", role, "--index", str(index),
+    command = [sys.executable, "-m", "benchmarks.server.load", "--role", role, "--index", str(index),
                "--methods", ",".join(methods), "--number", str(number), "--threads", str(threads)]
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             cwd=ROOT)
@@ -287,7 +287,7 @@ def _questions() -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.load", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks load", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="how long the load runs (default 60)")
     parser.add_argument("--readers", type=int, default=4, help="reader processes (default 4)")
     parser.add_argument("--base", type=int, default=24, help="LiHua conversations in the base index")

@@ -1,6 +1,6 @@
 """Serve: concurrent clients against a local ``edge-rag serve`` for a fixed time.
 
-    python -m benchmarks.serve [--profile dev] [--seconds 60] [--chat 4] [--retrieve 8] [--queue 2]
+    python -m benchmarks serve [--profile dev] [--seconds 60] [--chat 4] [--retrieve 8] [--queue 2]
                                [--overhead 200]
 
 One run, on loopback, over a copy of the LiHua-World index:
@@ -274,7 +274,7 @@ def _say(text: str) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     shared = options(profile="dev")
-    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks.serve",
+    parser = argparse.ArgumentParser(parents=[shared], prog="python -m benchmarks serve",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60.0, help="load duration (default: %(default)s)")
