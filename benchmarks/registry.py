@@ -20,6 +20,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "index": ("index_build", "graph_build", "formats", "encryption"),
     "scale": ("scale", "scale_build", "scale_corpus", "scale_density", "scale_marginal"),
     "server": ("serve", "load"),
+    "peers": ("peers",),
 }
 
 

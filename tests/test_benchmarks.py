@@ -10,17 +10,17 @@ from importlib import import_module
 import numpy as np
 import pytest
 
-from benchmarks import peers
 from benchmarks.answers import suite
 from benchmarks.core import results
 from benchmarks.core.datasets import DATASETS
 from benchmarks.core.measure import method_footprint
 from benchmarks.core.paths import RESULTS, ROOT
+from benchmarks.peers import peers
 from benchmarks.registry import Benchmark, every
 from benchmarks.retrieval.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
-SCRIPTS = ["peers", "behaviour"]
+SCRIPTS = ["behaviour"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

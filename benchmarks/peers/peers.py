@@ -1,7 +1,7 @@
 """Side by side with the peers: LightRAG and edge-rag on one subset, one embedder, one SLM.
 
     pip install -e '.[peers]'
-    python -m benchmarks.peers [--dataset lihua|2wiki] [--queries 10] [--documents 24]
+    python -m benchmarks peers [--dataset lihua|2wiki] [--queries 10] [--documents 24]
                                [--systems edge-rag,lightrag,minirag]
 
 The subset: ``--queries`` type-stratified dev questions that have evidence, and a corpus of all
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run_child(args: argparse.Namespace, system: str) -> dict:
-    command = [sys.executable, "-m", "benchmarks.peers", "--child", system, "--dataset", args.dataset,
+    command = [sys.executable, "-m", "benchmarks.peers.peers", "--child", system, "--dataset", args.dataset,
                "--queries", str(args.queries), "--documents", str(args.documents)]
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     if done.returncode:
@@ -401,7 +401,7 @@ def _plot(payload: dict, path: Path) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks peers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="lihua", choices=("lihua", "2wiki"))
     parser.add_argument("--queries", type=int, default=10, help="questions (default: %(default)s)")
