@@ -21,6 +21,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "scale": ("scale", "scale_build", "scale_corpus", "scale_density", "scale_marginal"),
     "server": ("serve", "load"),
     "peers": ("peers",),
+    "checks": ("behaviour", "arm64", "arm64_probe"),
 }
 
 

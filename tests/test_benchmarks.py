@@ -1,10 +1,11 @@
-"""The benchmark scripts: every one answers --help, and the planner's labelling rules by hand."""
+"""The benchmarks: the tool lists them all, every one answers --help, the shared library's rules."""
 
 from __future__ import annotations
 
-import importlib
 import json
+import re
 import subprocess
+import sys
 from importlib import import_module
 
 import numpy as np
@@ -16,19 +17,9 @@ from benchmarks.core.datasets import DATASETS
 from benchmarks.core.measure import method_footprint
 from benchmarks.core.paths import RESULTS, ROOT
 from benchmarks.peers import peers
-from benchmarks.registry import Benchmark, every
+from benchmarks.registry import GROUPS, Benchmark, every
 from benchmarks.retrieval.planner_labels import _knowable, choose_label
 from edge_rag import Settings
-
-SCRIPTS = ["behaviour"]
-
-
-@pytest.mark.parametrize("name", SCRIPTS)
-def test_every_benchmark_script_has_help(name: str, capsys) -> None:
-    module = importlib.import_module(f"benchmarks.{name}")
-    with pytest.raises(SystemExit) as done:
-        module.main(["--help"])
-    assert done.value.code == 0 and "usage" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("benchmark", [b for b in every() if b.module], ids=lambda b: b.name)
@@ -36,6 +27,39 @@ def test_every_benchmark_answers_help(benchmark: Benchmark, capsys) -> None:
     with pytest.raises(SystemExit) as done:
         import_module(str(benchmark.module)).main(["--help"])
     assert done.value.code == 0 and "usage" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("benchmark", [b for b in every() if not b.module], ids=lambda b: b.name)
+def test_every_shell_benchmark_answers_help(benchmark: Benchmark) -> None:
+    done = subprocess.run(["bash", str(benchmark.path), "--help"], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0 and done.stdout.startswith("usage"), done.stderr
+
+
+def test_the_tool_lists_every_benchmark_with_what_it_measures_and_runs_one() -> None:
+    def tool(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=ROOT, capture_output=True,
+                              text=True, check=False)
+
+    listed = tool("--list").stdout.splitlines()
+    rows = {line.split()[0]: line for line in listed if line.startswith("  ")}
+    assert list(rows) == [b.name for b in every()] and all(len(row.split()) > 3 for row in rows.values())
+    assert [line.split("/")[0] for line in listed if not line.startswith(" ")] == list(GROUPS)
+    helped = tool("retrieval", "--help")
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: python -m benchmarks retrieval")
+    wrong = tool("retrival")
+    assert wrong.returncode == 2 and "did you mean retrieval?" in wrong.stderr
+
+
+def test_every_benchmark_lives_in_a_group_and_is_registered() -> None:
+    # A new benchmark goes into its group's folder and into benchmarks.registry.GROUPS.
+    folder = ROOT / "benchmarks"
+    top = sorted(p.name for p in folder.glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "registry.py", "results_md.py"], "move it into a group"
+    runnable = lambda p: re.search(r"^def main\(", p.read_text(encoding="utf-8"), re.M)
+    scripts = {p.stem for p in folder.glob("*/*.sh")} | {p.stem for p in folder.glob("*/*.py") if runnable(p)}
+    assert scripts == {b.name for b in every()}, "register it in benchmarks/registry.py"
+    assert {b.group for b in every()} == {p.parent.name for p in folder.glob("*/__init__.py")} - {"core"}
 
 
 def test_slm_speed_takes_the_runtime_of_an_earlier_commit() -> None:

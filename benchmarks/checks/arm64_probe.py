@@ -1,6 +1,6 @@
-"""The small, fixed workload that benchmarks/arm64.sh runs on the emulated aarch64 board and on x86.
+"""The small, fixed workload that benchmarks/checks/arm64.sh runs on the emulated aarch64 board and on x86.
 
-    python benchmarks/arm64_probe.py --out probe.json [--docs 12] [--questions 4] [--answer-tokens 16]
+    python benchmarks/checks/arm64_probe.py --out probe.json [--docs 12] [--questions 4] [--answer-tokens 16]
 
 Indexes the first ``--docs`` conversations of the shipped demo corpus (export/demo/), retrieves with
 every retrieval method (and ``auto``, the planner head) for the first ``--questions`` demo questions,
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-DEMO = HERE.parent / "export" / "demo"
+DEMO = HERE.parents[1] / "export" / "demo"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The runtime on aarch64, under qemu user-mode emulation, recorded in benchmarks/results/arm64.json.
 #
-#   bash benchmarks/arm64.sh            # every step below; each is skipped when already done
-#   bash benchmarks/arm64.sh root       # only: the arm64 Debian root (debootstrap, ~5 min)
-#   bash benchmarks/arm64.sh venv       # only: the runtime's aarch64 wheels in a venv inside it
-#   bash benchmarks/arm64.sh run        # only: tests, probe, answer inside, then the JSON
+#   bash benchmarks/checks/arm64.sh            # every step below; each is skipped when already done
+#   bash benchmarks/checks/arm64.sh root       # only: the arm64 Debian root (debootstrap, ~5 min)
+#   bash benchmarks/checks/arm64.sh venv       # only: the runtime's aarch64 wheels in a venv inside it
+#   bash benchmarks/checks/arm64.sh run        # only: tests, probe, answer inside, then the JSON
 #
 # Run as root on a Debian/Ubuntu x86-64 host with the repository's .venv set up and the models exported
 # (bash export/bootstrap.sh dev). The "board" gets the runtime's wheel, its runtime dependencies from PyPI
@@ -15,9 +15,14 @@
 # Knobs: ARM64_ROOT (default /var/tmp/edge-rag-arm64), ARM64_MIRROR (default: the mirror apt uses),
 # EDGE_RAG_HOME (models home), ARM64_SLM (default smollm2-135m-int8), QEMU_CPU (see below).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 REPO="$PWD"
 STEP="${1:-all}"
+if [ "$STEP" = "-h" ] || [ "$STEP" = "--help" ]; then
+  echo "usage: bash benchmarks/checks/arm64.sh [all|root|venv|run|json]  (python -m benchmarks arm64 [STEP])"
+  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "benchmarks/checks/arm64.sh"
+  exit 0
+fi
 ROOT="${ARM64_ROOT:-/var/tmp/edge-rag-arm64}"
 HOME_MODELS="${EDGE_RAG_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/edge-rag}/models"
 SLM="${ARM64_SLM:-smollm2-135m-int8}"
@@ -114,10 +119,10 @@ stage_files() {
   # conftest looks for it (ROOT/../shared), and the model folders as a bundle: what a board would get.
   step "copying the tests, the demo corpus and the models ($SLM) into the root"
   rm -rf "$WORK/edge-rag" "$WORK/home" "$WORK/x86" "$WORK"/{junit.xml,probe.json,tests.seconds,probe.seconds}
-  mkdir -p "$WORK/edge-rag/benchmarks"
+  mkdir -p "$WORK/edge-rag/benchmarks/checks"
   cp -r pyproject.toml README.md edge_rag tests device_profiles "$WORK/edge-rag/"
   mkdir -p "$WORK/edge-rag/export" && cp -r export/demo "$WORK/edge-rag/export/"
-  cp benchmarks/arm64_probe.py "$WORK/edge-rag/benchmarks/"
+  cp benchmarks/checks/arm64_probe.py "$WORK/edge-rag/benchmarks/checks/"
   find "$WORK/edge-rag" -name __pycache__ -prune -exec rm -rf {} +
   local zip="${EDGE_RAG_DATA:-../shared/datasets}/lihua-world/data/LiHuaWorld.zip"
   if [ -f "$zip" ]; then
@@ -144,7 +149,7 @@ run_inside() {
   echo "$(( $(stamp) - t0 ))" > "$WORK/tests.seconds"
   step "inside: the probe (index ${ARM64_DOCS:-12} conversations, every method, one answer)"
   t0=$(stamp)
-  inside /bin/sh -c "cd /work/edge-rag && /venv/bin/python benchmarks/arm64_probe.py --out /work/probe.json \
+  inside /bin/sh -c "cd /work/edge-rag && /venv/bin/python benchmarks/checks/arm64_probe.py --out /work/probe.json \
     --docs ${ARM64_DOCS:-12} --questions ${ARM64_QUESTIONS:-4} --answer-tokens 16 --slm $SLM" \
     > "$WORK/probe.log" 2>&1 || { tail -20 "$WORK/probe.log" >&2; }
   echo "$(( $(stamp) - t0 ))" > "$WORK/probe.seconds"
@@ -153,7 +158,7 @@ run_inside() {
 run_x86() {
   step "the same probe on this x86 machine"
   mkdir -p "$WORK/x86"
-  EDGE_RAG_HOME="$(dirname "$HOME_MODELS")" PYTHONPATH="$REPO" "$HOST_PY" benchmarks/arm64_probe.py \
+  EDGE_RAG_HOME="$(dirname "$HOME_MODELS")" PYTHONPATH="$REPO" "$HOST_PY" benchmarks/checks/arm64_probe.py \
     --out "$WORK/x86/probe.json" --docs "${ARM64_DOCS:-12}" --questions "${ARM64_QUESTIONS:-4}" \
     --answer-tokens 16 --slm "$SLM" > "$WORK/x86/probe.log" 2>&1
 }
@@ -163,7 +168,7 @@ write_json() {
   "$HOST_PY" - "$WORK" "$ROOT" "$OUT" <<'PY'
 import json, sys, xml.etree.ElementTree as ET
 from pathlib import Path
-sys.path.insert(0, "benchmarks")
+sys.path.insert(0, "benchmarks/checks")
 from arm64_probe import agreement, compare
 work, root, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 def read(path, default=None):
@@ -184,9 +189,9 @@ freeze = dict(line.split("==") for line in (work / "pip-freeze.txt").read_text()
     if (work / "pip-freeze.txt").is_file() else {}
 result = {
     "benchmark": "arm64",
-    "command": "bash benchmarks/arm64.sh",
+    "command": "bash benchmarks/checks/arm64.sh",
     "compared": "top-3 chunks (in order) of every method for each question, the same probe "
-                "(benchmarks/arm64_probe.py) on this x86-64 host; retrieval_agreement says how close",
+                "(benchmarks/checks/arm64_probe.py) on this x86-64 host; retrieval_agreement says how close",
     "machine": arm.get("machine", "aarch64 (probe did not finish)"),
     "emulation": "qemu-aarch64 user mode (qemu-user-static), Debian bookworm arm64 root, "
                  f"QEMU_CPU={__import__('os').environ.get('QEMU_CPU', '')}",
@@ -219,7 +224,7 @@ main() {
     run) mount_root; stage_files; run_x86; run_inside; write_json ;;
     all) make_root; mount_root; make_venv; stage_files; run_x86; run_inside; write_json ;;
     json) write_json ;;
-    *) echo "usage: bash benchmarks/arm64.sh [all|root|venv|run|json]" >&2; exit 2 ;;
+    *) echo "usage: bash benchmarks/checks/arm64.sh [all|root|venv|run|json]" >&2; exit 2 ;;
   esac
 }
 

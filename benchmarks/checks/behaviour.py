@@ -1,7 +1,7 @@
 """Behaviour unchanged: one fixed sample's retrieval entries, answers and graph tables, as a digest.
 
-    python -m benchmarks.behaviour dump OUT.json [--answers 20] [--work DIR]
-    python -m benchmarks.behaviour compare OLD.json NEW.json [--name behaviour_issue47]
+    python -m benchmarks behaviour dump OUT.json [--answers 20] [--work DIR]
+    python -m benchmarks behaviour compare OLD.json NEW.json [--name behaviour_issue47]
 
 ``dump`` builds the demo corpus (``export/demo/LiHua-World``, fast extractor) into a fresh index,
 then writes every graph table's rows (timestamps left out), the graph export, the retrieval entries
@@ -9,7 +9,7 @@ then writes every graph table's rows (timestamps left out), the graph export, th
 a fixed question sample (the demo's questions and the first LiHua dev queries), and the default
 SLM's greedy answers (text, sources, details) on the first ``--answers`` of them with each answer
 stage. It imports ``edge_rag``'s public names only, so the same file runs against an older
-checkout (``PYTHONPATH=OLD python benchmarks/behaviour.py dump old.json``). ``compare`` puts two
+checkout (``PYTHONPATH=OLD python benchmarks/checks/behaviour.py dump old.json``). ``compare`` puts two
 dumps side by side, part by part, and writes ``NAME.json`` into ``benchmarks/results/``.
 """
 
@@ -25,7 +25,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "export" / "demo"
 DEV_QUERIES = ROOT.parent / "shared" / "datasets" / "lihua-world" / "queries.dev.json"
 METHODS = ("none", "vector", "local", "dual", "topology", "ppr", "titles")
@@ -165,8 +165,8 @@ def compare(old: Path, new: Path, name: str, labels: list[str]) -> int:
     from benchmarks.core.results import write_result
 
     payload = {"old": labels[0], "new": labels[-1], "identical": same, "parts": parts,
-               "command": "python benchmarks/behaviour.py dump OUT.json (each checkout on PYTHONPATH), "
-                          "then python -m benchmarks.behaviour compare OLD.json NEW.json"}
+               "command": "python benchmarks/checks/behaviour.py dump OUT.json (each checkout on "
+                          "PYTHONPATH), then python -m benchmarks behaviour compare OLD.json NEW.json"}
     print(f"wrote {write_result(name, payload)}")
     return 0 if same else 1
 
