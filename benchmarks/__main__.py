@@ -50,12 +50,12 @@ def run(benchmark: Benchmark, args: list[str]) -> int:
     if benchmark.module is None:
         return subprocess.run(["bash", str(benchmark.path), *args], check=False).returncode
     main = import_module(benchmark.module).main
-    program = sys.argv[0]
-    sys.argv[0] = f"python -m benchmarks {benchmark.name}"
+    called = sys.argv
+    sys.argv = [f"python -m benchmarks {benchmark.name}", *args]
     try:
         return int(main(args) or 0)
     finally:
-        sys.argv[0] = program
+        sys.argv = called
 
 
 if __name__ == "__main__":

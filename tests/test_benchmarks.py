@@ -51,6 +51,17 @@ def test_the_tool_lists_every_benchmark_with_what_it_measures_and_runs_one() -> 
     assert wrong.returncode == 2 and "did you mean retrieval?" in wrong.stderr
 
 
+def test_the_tool_runs_a_benchmark_under_the_command_a_person_types(monkeypatch) -> None:
+    from benchmarks.__main__ import run
+    from benchmarks.registry import find
+    from benchmarks.retrieval import retrieval
+
+    seen = []
+    monkeypatch.setattr(retrieval, "main", lambda args: seen.append((args, results.command())) or 0)
+    assert run(find("retrieval"), ["--dataset", "2wiki"]) == 0
+    assert seen == [(["--dataset", "2wiki"], "python -m benchmarks retrieval --dataset 2wiki")]
+
+
 def test_every_benchmark_lives_in_a_group_and_is_registered() -> None:
     # A new benchmark goes into its group's folder and into benchmarks.registry.GROUPS.
     folder = ROOT / "benchmarks"
@@ -158,6 +169,41 @@ def test_the_shared_writer_stamps_a_file_with_its_name(tmp_path, monkeypatch) ->
     monkeypatch.setattr(results, "RESULTS", tmp_path)
     path = results.write_result("retrieval_lihua_example", {"methods": {}})
     assert json.loads(path.read_text(encoding="utf-8"))["benchmark"] == path.stem == "retrieval_lihua_example"
+
+
+def test_the_shared_writer_stamps_the_commit_the_changed_settings_the_command_and_the_machine(
+        tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    monkeypatch.setattr(sys, "argv", ["python -m benchmarks retrieval", "--dataset", "2wiki"])
+    settings = Settings.load("rpi4", top_k=7)
+    path = results.write_result("retrieval_2wiki_example", {"methods": {}, "commit": "forged"}, settings)
+    written = json.loads(path.read_text(encoding="utf-8"))
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert written["commit"] == head.strip() and isinstance(written["commit_dirty"], bool)
+    assert written["command"] == "python -m benchmarks retrieval --dataset 2wiki"
+    changed = written["settings_changed"]
+    assert changed["profile"] == "rpi4" and changed["top_k"] == 7 and "embedder" not in changed
+    assert {"cpu", "cores", "memory_gib", "system", "load_average"} <= set(written["machine"])
+    assert list(written)[:7] == ["benchmark", "when", "commit", "commit_dirty", "command", "settings_changed",
+                                 "machine"] and written["methods"] == {}
+    assert results.changed_settings(Settings()) == {} and results.changed_settings(None) is None
+
+
+def test_the_command_is_named_as_a_person_would_type_it() -> None:
+    script = str(ROOT / "benchmarks" / "answers" / "suite.py")
+    assert results.command([script, "--profile", "my board.toml"]) == (
+        "python -m benchmarks.answers.suite --profile 'my board.toml'")
+    by_the_tool = ["python -m benchmarks suite", "--limit", "2"]
+    assert results.command(by_the_tool) == "python -m benchmarks suite --limit 2"
+
+
+def test_every_results_file_carries_its_commit_and_machine() -> None:
+    # Files written before the stamp carry the commit git log gives them, marked as recorded afterwards.
+    for path in RESULTS.glob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert re.fullmatch(r"[0-9a-f]{40}", str(data.get("commit"))), f"{path.name}: no commit"
+        assert data.get("commit_source") == "git log" or isinstance(data.get("commit_dirty"), bool), path.name
+        assert data.get("machine"), f"{path.name}: no machine"
 
 
 def test_no_answer_cache_is_committed() -> None:

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"half {fold['train_half']} picks {fold['abstain_terms']}: other half {fold['test']}")
     payload = {"dataset": "lihua", "slm": settings.slm, "method": args.method,
                "setting": settings.abstain_terms, "thresholds": table, "folds": folds}
-    print(f"wrote {write_result('abstention_lihua', payload)}")
+    print(f"wrote {write_result('abstention_lihua', payload, settings)}")
     return 0
 
 

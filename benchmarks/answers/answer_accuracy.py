@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         f"_off-{args.rules_off.replace(',', '-')}" if args.rules_off else "") + (
         f"_limit{args.limit}" if args.limit else "") + (f"_{args.type}" if args.type else "")
     tag = "" if args.dataset == "lihua" else f"{args.dataset}-"
-    print(f"wrote {write_result(f'answer_accuracy_{tag}{args.slm}_{method}{suffix}', payload)}")
+    print(f"wrote {write_result(f'answer_accuracy_{tag}{args.slm}_{method}{suffix}', payload, rag.settings)}")
     return 0
 
 

@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
           f"decode time stepwise / lookup: {summary['decode_ratio']}")
     payload = {"dataset": args.dataset, "slm": slm, "method": args.method, "limit": args.limit,
                "draft_tokens": args.draft_tokens, "summary": summary, "answers": rows}
-    print(f"wrote {write_result(args.output or f'answer_decode_{args.dataset}_{slm}', payload)}")
+    path = write_result(args.output or f'answer_decode_{args.dataset}_{slm}', payload, rag.settings)
+    print(f"wrote {path}")
     return 0
 
 

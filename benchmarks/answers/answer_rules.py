@@ -312,7 +312,8 @@ def _write(args: argparse.Namespace, base_off: frozenset[str], queries: list[dic
                "base_off": sorted(base_off), "halves": {p: sum(half(q["id"]) == p for q in queries)
                                                         for p in "AB"},
                "answered": len(base_rows), "rules": table, "answers": base_rows}
-    path = write_result(f"answer_rules_{args.tag or f'{args.dataset}_{args.slm}_{args.method}'}", payload)
+    path = write_result(f"answer_rules_{args.tag or f'{args.dataset}_{args.slm}_{args.method}'}", payload,
+                        Settings.load(None, slm=args.slm))
     if show:
         print(markdown_table(headers, [[row.get(h, "") for h in headers] for row in table]))
         print(f"wrote {path}")

@@ -24,6 +24,7 @@ import time
 from benchmarks.core.options import options, setting
 from benchmarks.core.results import markdown_table, write_result
 from benchmarks.core.runtime import child_env, runtime_at
+from edge_rag import Settings
 
 
 def child(dataset_name: str, method: str, limit: int, overrides: dict) -> list[dict]:
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                                    for v, s in summaries.items()]))
     payload = {"dataset": args.dataset, "method": args.method, "limit": args.limit,
                "summary": summaries, "answers": runs}
-    print(f"wrote {write_result(f'ask_latency_{args.dataset}_{args.method}', payload)}")
+    print(f"wrote {write_result(f'ask_latency_{args.dataset}_{args.method}', payload, Settings())}")
     return 0
 
 

@@ -33,6 +33,7 @@ from benchmarks.core.options import setting
 from benchmarks.core.paths import ROOT
 from benchmarks.core.results import markdown_table, write_result
 from benchmarks.core.runtime import child_env, runtime_at
+from edge_rag import Settings
 
 SET = ROOT / "benchmarks" / "data" / "injection.json"
 DEMO = ROOT / "export" / "demo" / "LiHua-World"
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                                    for v, s in summaries.items()]))
     payload = {"method": args.method, "slm": args.slm or "profile default", "cases": len(cases()),
                "set": str(SET.relative_to(ROOT)), "summary": summaries, "answers": runs}
-    print(f"wrote {write_result('injection', payload)}")
+    print(f"wrote {write_result('injection', payload, Settings())}")
     return 0
 
 

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryBudgetExceeded as refused:
         _write(name, {"profile": args.profile, "dataset": args.dataset, "refused": str(refused),
                       "memory": _memory(profile, dataset.index_for(profile))},
-               f"profile {args.profile} refused up front: {refused}")
+               f"profile {args.profile} refused up front: {refused}", profile)
         return 3
     settings = profile.replace(**overrides)
     queries, runs = _queries(args, dataset), _runs(args)
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"profile": args.profile, "dataset": args.dataset, "note": dataset.note, "slm": settings.slm,
               "queries": len(queries), "degraded": overrides, "methods": rows, "index": index,
               "memory": memory}
-    _write(name, result, _table(result, dataset.ks))
+    _write(name, result, _table(result, dataset.ks), settings)
     _plot(result, RESULTS / f"{name}.png")
     return 0
 
@@ -118,10 +118,10 @@ def _probe(rag: EdgeRAG, query: dict) -> dict:
             "prefill_ms": round(answer.timings.get("prefill", 0.0), 1)}
 
 
-def _write(name: str, result: dict, table: str) -> None:
+def _write(name: str, result: dict, table: str, settings: Settings) -> None:
     print(table)
     (RESULTS / f"{name}.md").write_text(table + "\n", encoding="utf-8")
-    print(f"wrote {write_result(name, result)}")
+    print(f"wrote {write_result(name, result, settings)}")
 
 
 def _queries(args: argparse.Namespace, dataset: Dataset) -> list[dict]:

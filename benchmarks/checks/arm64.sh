@@ -168,8 +168,9 @@ write_json() {
   "$HOST_PY" - "$WORK" "$ROOT" "$OUT" <<'PY'
 import json, sys, xml.etree.ElementTree as ET
 from pathlib import Path
-sys.path.insert(0, "benchmarks/checks")
+sys.path[:0] = ["benchmarks/checks", "."]
 from arm64_probe import agreement, compare
+from benchmarks.core.results import stamp
 work, root, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 def read(path, default=None):
     return json.loads(path.read_text()) if path.is_file() else default
@@ -187,12 +188,13 @@ if (work / "junit.xml").is_file():
 same = compare(arm, x86) if arm.get("retrieval") and x86.get("retrieval") else {}
 freeze = dict(line.split("==") for line in (work / "pip-freeze.txt").read_text().split() if "==" in line) \
     if (work / "pip-freeze.txt").is_file() else {}
+head = stamp("arm64")  # this checkout's commit; the host's machine, kept as "host"
 result = {
-    "benchmark": "arm64",
+    **head,
     "command": "bash benchmarks/checks/arm64.sh",
     "compared": "top-3 chunks (in order) of every method for each question, the same probe "
                 "(benchmarks/checks/arm64_probe.py) on this x86-64 host; retrieval_agreement says how close",
-    "machine": arm.get("machine", "aarch64 (probe did not finish)"),
+    "machine": arm.get("machine", "aarch64 (probe did not finish)"), "host": head["machine"],
     "emulation": "qemu-aarch64 user mode (qemu-user-static), Debian bookworm arm64 root, "
                  f"QEMU_CPU={__import__('os').environ.get('QEMU_CPU', '')}",
     "python": arm.get("python"), "onnxruntime": arm.get("onnxruntime") or freeze.get("onnxruntime"),

@@ -163,11 +163,12 @@ def compare(old: Path, new: Path, name: str, labels: list[str]) -> int:
     same = all(row["identical"] for row in parts)
     sys.path.insert(0, str(ROOT))
     from benchmarks.core.results import write_result
+    from edge_rag import Settings
 
     payload = {"old": labels[0], "new": labels[-1], "identical": same, "parts": parts,
                "command": "python benchmarks/checks/behaviour.py dump OUT.json (each checkout on "
                           "PYTHONPATH), then python -m benchmarks behaviour compare OLD.json NEW.json"}
-    print(f"wrote {write_result(name, payload)}")
+    print(f"wrote {write_result(name, payload, Settings())}")
     return 0 if same else 1
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from benchmarks.core.datasets import DATASETS, lihua_queries
 from benchmarks.core.paths import ROOT
 from benchmarks.core.results import markdown_table, write_result
-from edge_rag import EdgeRAG
+from edge_rag import EdgeRAG, Settings
 from edge_rag.store.cipher import read_key_file
 
 PASSPHRASE = b"edge-rag benchmark passphrase"
@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     shutil.rmtree(work, ignore_errors=True)
     _print(result)
-    print(f"wrote {write_result('encryption_lihua' + (f'_{args.docs}' if args.docs else ''), result)}")
+    path = write_result("encryption_lihua" + (f"_{args.docs}" if args.docs else ""), result, Settings())
+    print(f"wrote {path}")
     return 0
 
 

@@ -30,7 +30,7 @@ from typing import Any
 from benchmarks.core.paths import ROOT
 from benchmarks.core.results import markdown_table, write_result
 from benchmarks.index import sample_files as files
-from edge_rag import EdgeRAG
+from edge_rag import EdgeRAG, Settings
 
 GROUPS = {"pdf": ("report.pdf", "scan.pdf", "locked.pdf"), "html": ("ferry.html",), "eml": ("order.eml",),
           "mbox": ("letters.mbox",), "docx": ("harvest.docx",), "md": ("kites.md",),
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         sync = _sync(work, args.files)
     result = {"messages": args.messages, "formats": formats, "mbox_memory": memory, "sync": sync}
     _print(result)
-    print(f"wrote {write_result('formats', result)}")
+    print(f"wrote {write_result('formats', result, Settings())}")
     found = all(f["vector"] and f["ppr"] for f in formats["facts"])
     return 0 if found and sync["second_sync_s"] <= SYNC_BAR_S else 1
 

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
               "graph_bytes_sqlite": _graph_bytes(path), "files": stats.files,
               "peak_rss_mb": round(peak_rss_mb(), 1), "coverage": coverage}
     _print(result)
-    write_result(f"graph_build_{name}", result)
+    write_result(f"graph_build_{name}", result, rag.settings)
     return 0
 
 

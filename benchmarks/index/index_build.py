@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.dataset}: {stats.documents} documents, {stats.chunks} chunks in {seconds:,.0f} s "
           f"({cpu:,.0f} s CPU, {result['cores_used']} cores), peak RSS {result['peak_rss_mb']} MiB, "
           f"{stats.total_bytes / 2**20:.1f} MiB; load {result['load_before']} -> {result['load_after']}")
-    print(f"wrote {write_result(name, result)}")
+    print(f"wrote {write_result(name, result, rag.settings)}")
     return 0
 
 

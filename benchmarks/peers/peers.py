@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     table = _table(payload)
     print(table)
     (RESULTS / f"{name}.md").write_text(table + "\n", encoding="utf-8")
-    print(f"wrote {write_result(name, payload)}")
+    print(f"wrote {write_result(name, payload, Settings.load('dev', slm=SLM_NAME))}")
     _plot(payload, RESULTS / f"{name}.png")
     return 0
 

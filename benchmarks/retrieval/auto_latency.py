@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         result["datasets"][name] = measure(name, questions[: args.limit] if args.limit else questions,
                                            args.repeats, args.planner)
     _print(result)
-    write_result("auto_latency" + ("" if args.planner == Settings().planner else f"_{args.planner}"), result)
+    write_result("auto_latency" + ("" if args.planner == Settings().planner else f"_{args.planner}"), result,
+                 Settings.load(None, planner=args.planner))
     return 0
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from benchmarks.core.datasets import LIHUA_QUERIES, LIHUA_ZIP
 from benchmarks.core.paths import ROOT
 from benchmarks.core.results import markdown_table, write_result
+from edge_rag import Settings
 
 METHODS = ("vector", "local", "dual", "topology")
 # Runs inside each version's process: times every method on every question, prints JSON.
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                            "ratio_new_old": round(new_ms / old_ms, 3), "same_results": same}
         rows.append([method, old_ms, new_ms, new_ms / old_ms, "yes" if same else "NO"])
     print(markdown_table(["method", "old ms p50", "new ms p50", "new/old", "same results"], rows))
-    path = write_result(f"code_speed_{args.name}", {
+    path = write_result(f"code_speed_{args.name}", settings=Settings(), payload={
         "against": args.against, "index": f"LiHua-World, first {args.documents} files, fast extractor",
         "questions": len(questions), "rounds": args.rounds, "methods": summary})
     print(f"wrote {path}")

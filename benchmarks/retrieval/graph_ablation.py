@@ -25,7 +25,7 @@ from benchmarks.core.measure import evaluate_recall, peak_rss_mb
 from benchmarks.core.options import options
 from benchmarks.core.paths import INDEXES
 from benchmarks.core.results import markdown_table, write_result
-from edge_rag import EdgeRAG
+from edge_rag import EdgeRAG, Settings
 from edge_rag.store.vectors import VECTOR_FILES
 
 METHODS = ("vector", "local", "dual", "topology", "ppr")
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_table(["variant", "entities", "relations", *methods],
                          [[n, r["entities"], r["relations"], *(r[m] for m in methods)]
                           for n, r in rows.items()]))
-    write_result(f"graph_ablation_{args.dataset}", result)
+    write_result(f"graph_ablation_{args.dataset}", result, Settings())
     return 0
 
 

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                          for name, limit in _limits(args.limits).items()},
               "planner_ms": _planner_latency(embedder, rows[:50])}
     _print(result)
-    write_result("planner_eval", result)
+    write_result("planner_eval", result, Settings())
     return 0
 
 

@@ -35,7 +35,7 @@ from benchmarks.core.answers import answer_all, normalise
 from benchmarks.core.datasets import DATASETS, Dataset, open_index
 from benchmarks.core.paths import ROOT
 from benchmarks.core.results import markdown_table, write_result
-from edge_rag import EdgeRAG
+from edge_rag import EdgeRAG, Settings
 from edge_rag.plan import LABELS, METHOD_OF_LABEL
 from edge_rag.plan.features import FEATURE_VERSION, cheap_features
 from edge_rag.retrieve import Retrieval
@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
                          [[n, sum(c.values()), *(c.get(k, 0) for k in LABELS)] for n, c in summary.items()]))
     print(f"judges: {judges}; wrote {args.output}")
     write_result("planner_labels", {"labels": summary, "judges": judges, "slm": args.slm,
-                                    "feature_version": FEATURE_VERSION})
+                                    "feature_version": FEATURE_VERSION},
+                 Settings.load(None, **({} if args.no_slm or not args.slm else {"slm": args.slm})))
     return 0
 
 

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
                                     "cv": cross_validate(rows, args.folds, args.seeds),
                                     "margin": margin_auto(rows)}
     _print(result)
-    write_result("planner_margin", result)
+    write_result("planner_margin", result, Settings.load(None, planner="margin"))
     return 0
 
 

@@ -26,7 +26,7 @@ from benchmarks.core.datasets import DATASETS, open_index
 from benchmarks.core.measure import evaluate_recall, peak_rss_mb
 from benchmarks.core.options import options
 from benchmarks.core.results import markdown_table, write_result
-from edge_rag import EdgeRAG
+from edge_rag import EdgeRAG, Settings
 
 METHODS = ("vector", "local", "dual", "topology", "ppr", "titles", "auto")
 ABLATED = ("local", "dual", "topology", "ppr")
@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {"dataset": args.dataset, "note": dataset.note, "queries": len(queries), "build": build,
               "methods": rows, "peak_rss_mb": round(peak_rss_mb(), 1)}
     _print(result, dataset.ks)
-    write_result(f"retrieval_{args.dataset}" + (f"_{'_'.join(methods)}" if args.methods else ""), result)
+    write_result(f"retrieval_{args.dataset}" + (f"_{'_'.join(methods)}" if args.methods else ""), result,
+                 Settings())
     return 0
 
 

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
               "build": build, "recall": recall, "index_bytes": files,
               "index_total_bytes": sum(files.values()), "peak_rss_mb": round(peak_rss_mb(), 1)}
     _print(result)
-    print(f"wrote {write_result(args.name, result)}")
+    print(f"wrote {write_result(args.name, result, rag.settings)}")
     return 0
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from benchmarks.core.datasets import DATASETS
 from benchmarks.core.measure import peak_rss_mb, percentiles
 from benchmarks.core.results import markdown_table, write_result
-from edge_rag import EdgeRAG
+from edge_rag import EdgeRAG, Settings
 from edge_rag.store.vectors import ExactVectors, VectorIndex
 
 K = 10
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
               "note": "exact = the codes read from SQLite into one matrix and searched by USearch's "
                       "brute-force kernel (no file); hnsw = the same codes in an HNSW file "
                       "(the schema-3 layout), memory-mapped. Loaded machine: compare within a row."}
-    print(f"wrote {write_result('vector_store', result)}")
+    print(f"wrote {write_result('vector_store', result, Settings())}")
     return 0
 
 

@@ -41,6 +41,7 @@ from benchmarks.core.paths import RESULTS, ROOT
 from benchmarks.core.results import markdown_table, pyplot, save_figure, write_result
 from benchmarks.core.runtime import child_env, commit_of, runtime_of
 from benchmarks.scale.scale_build import SIZES, index_of
+from edge_rag import Settings
 
 METHODS = ("vector", "ppr", "auto")
 MEASURED = "scale_measure.json"
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
               "sizes": rows, **({"note": args.note} if args.note else {}),
               **({"compared_with": commit_of(Path(args.compare))} if args.compare else {})}
     print(markdown_table(*_table(rows)))
-    print(f"wrote {write_result(args.name, result)}")
+    print(f"wrote {write_result(args.name, result, Settings())}")
     plot(rows, args.name)
     return 0
 
@@ -126,7 +127,6 @@ def measure(times: int, args: argparse.Namespace) -> dict[str, Any]:
 
 def estimates(index: Path) -> dict[str, dict[str, Any]]:
     """``budget.py``'s estimate with the default and the Raspberry Pi 4 profile, against its budget."""
-    from edge_rag import Settings
     from edge_rag.budget import estimate_memory
 
     out = {}

@@ -27,6 +27,7 @@ from benchmarks.core.paths import INDEXES, ROOT
 from benchmarks.core.results import markdown_table, write_result
 from benchmarks.scale.scale_build import SIZES, index_of
 from benchmarks.scale.scale_corpus import describe, distractors, documents, text_bytes
+from edge_rag import Settings
 
 WORK = INDEXES / "scale-density"
 
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"command": "python -m benchmarks scale_density", "target_bytes": text_bytes(documents(1)),
               "families": families, "sizes": sizes}
     print(markdown_table(*table(families, sizes)))
-    print(f"wrote {write_result(args.name, result)}")
+    print(f"wrote {write_result(args.name, result, Settings())}")
     return 0
 
 

@@ -40,6 +40,7 @@ from benchmarks.core.results import markdown_table, write_result
 from benchmarks.core.runtime import child_env, commit_of, runtime_of
 from benchmarks.scale.scale_build import StackSampler, index_of
 from benchmarks.scale.scale_corpus import generated_world, text_bytes
+from edge_rag import Settings
 
 WORLD = 10_000  # the 30× corpus holds worlds 0-39; the primer is the next world's
 BATCH = 110  # conversations: about 160 KB, a quarter of a generated year
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                         "one_bytes": text_bytes(step_docs("one"))},
               "sizes": rows, **({"compared_with": commit_of(codes["before"])} if args.compare else {})}
     print(markdown_table(*table(rows, list(codes))))
-    print(f"wrote {write_result(args.name, result)}")
+    print(f"wrote {write_result(args.name, result, Settings())}")
     return 0
 
 

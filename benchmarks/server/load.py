@@ -40,7 +40,8 @@ from typing import Any
 from benchmarks.core.datasets import LIHUA_ZIP, lihua_queries
 from benchmarks.core.measure import percentiles
 from benchmarks.core.paths import RESULTS, ROOT
-from benchmarks.core.results import markdown_table, write_result
+from benchmarks.core.results import markdown_table, stamp, write_result
+from edge_rag import Settings
 
 INDEXES = ROOT / "benchmarks" / ".indexes"
 STOP = "stop"
@@ -75,11 +76,13 @@ def main(argv: list[str] | None = None) -> int:
                              result["half_documents_seen"]]])
     print(table)
     output = Path(args.output) if args.output else None
+    settings = Settings.load(None, threads=args.threads)
     if output is None:
         (RESULTS / "load.md").write_text(table + "\n", encoding="utf-8")
-        print(f"wrote {write_result('load', result)}")
+        print(f"wrote {write_result('load', result, settings)}")
     else:
-        output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        stamped = {**stamp("load", settings), **result}
+        output.write_text(json.dumps(stamped, indent=2) + "\n", encoding="utf-8")
     return 0 if result["reader_errors"] == 0 and result["half_documents_seen"] == 0 else 1
 
 

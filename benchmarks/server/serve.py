@@ -45,7 +45,7 @@ from benchmarks.core.measure import percentiles
 from benchmarks.core.options import options
 from benchmarks.core.paths import RESULTS, ROOT
 from benchmarks.core.results import markdown_table, write_result
-from edge_rag import EdgeRAG
+from edge_rag import EdgeRAG, Settings
 
 RSS_MARGIN_MB = 60
 OVERHEAD_LIMIT_MS = 5.0
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     table = _table(result)
     print(table)
     (RESULTS / "serve.md").write_text(table + "\n", encoding="utf-8")
-    print(f"wrote {write_result('serve', result)}")
+    print(f"wrote {write_result('serve', result, Settings.load(args.profile))}")
     return 0 if result["acceptance"]["met"] else 1
 
 

@@ -23,6 +23,7 @@ import time
 
 from benchmarks.core.measure import peak_rss_mb
 from benchmarks.core.results import markdown_table, write_result
+from edge_rag import Settings
 
 SLMS = ("qwen2.5-coder-0.5b-q4", "qwen2.5-coder-1.5b-q4")
 
@@ -30,7 +31,7 @@ SLMS = ("qwen2.5-coder-0.5b-q4", "qwen2.5-coder-1.5b-q4")
 def child(slm: str, profile: str, method: str, limit: int) -> dict:
     """Answer the questions with ``slm`` in this process; per-answer timings and the peak RSS."""
     from benchmarks.core.datasets import DATASETS, stratified
-    from edge_rag import EdgeRAG, Settings
+    from edge_rag import EdgeRAG
     from edge_rag.budget import estimate_memory
 
     dataset = DATASETS["lihua"]
@@ -87,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     payload = {"profile": args.profile, "method": args.method, "limit": args.limit,
                "load_average": [round(x, 1) for x in os.getloadavg()], "rows": table_rows,
                "answers": {slm: m["rows"] for slm, m in measured.items()}}
-    print(f"wrote {write_result(f'board_slm_{args.profile}', payload)}")
+    path = write_result(f"board_slm_{args.profile}", payload, Settings.load(args.profile, memory_budget_mb=0))
+    print(f"wrote {path}")
     return 0
 
 

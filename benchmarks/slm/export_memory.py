@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         path = RESULTS / f"export_memory_{args.name}.json"
         runs = json.loads(path.read_text())["runs"] if path.is_file() else {}
         runs[args.label] = result
-        write_result(f"export_memory_{args.name}", {"runs": runs})
+        write_result(f"export_memory_{args.name}", {"runs": runs}, None)
     return 0 if result["exit_status"] == 0 and not result["killed"] else 1
 
 

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     table = markdown_table(headers, [[r[h] for h in headers] for r in rows])
     print(table)
     (RESULTS / f"memory_{args.dataset}.md").write_text(table + "\n", encoding="utf-8")
-    print(f"wrote {write_result(f'memory_{args.dataset}', {'dataset': args.dataset, 'rows': rows})}")
+    print(f"wrote {write_result(f'memory_{args.dataset}', {'dataset': args.dataset, 'rows': rows}, None)}")
     return 0
 
 

@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     headers = ["model", "variant", "perplexity", "ppl_change_pct", "top1_agreement_pct",
                "same_answers", "identical_texts", "passes"]
     print(markdown_table(headers, [[r.get(h, "") for h in headers] for r in rows]))
-    print(f"wrote {write_result('slm_quality', {'tokens': args.tokens, 'rows': rows})}")
+    print(f"wrote {write_result('slm_quality', {'tokens': args.tokens, 'rows': rows}, None)}")
     return 0
 
 

@@ -326,7 +326,7 @@ def _report(measured: list[dict], args: argparse.Namespace) -> None:
                "rows": rows,
                "runs": measured}
     name = args.output or "slm_speed_p" + "_".join(str(n) for n in sorted(args.prompt_tokens))
-    print(f"wrote {write_result(name, payload)}", flush=True)
+    print(f"wrote {write_result(name, payload, None)}", flush=True)
 
 
 def _available(model: str, variant: str, args: argparse.Namespace) -> bool:
