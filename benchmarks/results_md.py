@@ -361,7 +361,7 @@ def _auto_latency(result: Result) -> str:
                                rows),
                          f"Mean over questions of each question's median of {result.data['repeats']} "
                          f"rounds in random order, auto's planner `{planner}` "
-                         "(`python -m benchmarks.auto_latency`).", _when(result)])
+                         "(`python -m benchmarks auto_latency`).", _when(result)])
 
 
 def _planner_margin(result: Result) -> str:
@@ -556,8 +556,8 @@ def _memory_one(result: Result) -> str:
 
 
 def formats(results: list[Result]) -> str:
-    """The format benchmark (per format, planted facts, mbox memory, sync) and 2Wiki as a folder."""
-    return _each(lambda r: _titles_one(r) if r.name.startswith("folder_titles") else _formats_one(r), results)
+    """The format benchmark: per format, planted facts, mbox memory, sync."""
+    return _each(_formats_one, results)
 
 
 def _formats_one(result: Result) -> str:
@@ -723,6 +723,11 @@ def _density_one(result: Result) -> str:
               _f(s["index_bytes_per_kb"], 0), _f(s["predicted_by_mix"], 0), _f(s["vs_mix"], 3)]
              for s in data["sizes"]]
     return "\n\n".join([table(headers, rows), _when(result)])
+
+
+def retired(results: list[Result]) -> str:
+    """The files of retired benchmarks: 2Wiki as a folder in its table, the others as stored."""
+    return _each(lambda r: _titles_one(r) if r.name.startswith("folder_titles") else generic(r), results)
 
 
 # -- any other shape -----------------------------------------------------------------------
@@ -908,7 +913,7 @@ SECTIONS = [
     Section("Prompt lookup on answers", ("answer_decode_*.json",), answer_decode),
     Section("Board SLMs", ("board_slm_*.json",), board_slm),
     Section("Export memory", ("export_memory_*.json",), export_memory),
-    Section("Document formats and folder sync", ("formats.json", "folder_titles.json"), formats),
+    Section("Document formats and folder sync", ("formats.json",), formats),
     Section("Memory budget", ("memory_*.json",), memory),
     Section("Serving", ("serve.json",), serve),
     Section("Encryption at rest", ("encryption_*.json",), encryption),
@@ -916,6 +921,9 @@ SECTIONS = [
     Section("Marginal build cost: the same text into every size", ("marginal_build*.json",), marginal),
     Section("Index bytes by kind of text", ("index_density*.json",), density),
     Section("Prompt injection", ("injection*.json",), injection),
+    Section("Retired one-offs", ("answer_stage_*.json", "storage_*.json", "gqa_node_*.json",
+                                 "slm_profile*.json", "slm_options_*.json", "decode_context*.json",
+                                 "folder_titles*.json", "long_line*.json"), retired),
 ]
 
 
