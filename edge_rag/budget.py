@@ -17,10 +17,10 @@ The estimate adds up, in MiB:
   each prefill, and exporter versions 2-4 wrote a 4-bit LM head in the compact fp32-compute layout:
   Qwen2.5-0.5B 4-bit with blocks of 64 (355 MiB folder) answers in 577-610 MiB (763-773 before),
   SmolLM2-135M 4-bit/8-bit-embedding (101 MiB) on the Pi Zero profile in 313 MiB. Fitted to those
-  five ``benchmarks.memory`` runs (0.9 left the Pi 4 profile at exactly 1.00x its peak): the
+  five ``python -m benchmarks memory`` runs (0.9 left the Pi 4 profile at exactly 1.00x its peak): the
   folder times ``GQA_WEIGHTS_FACTOR`` (the repacked weights, the tokenizer and the session) plus,
   per window token, the KV bytes and ``GQA_ARENA_MB_PER_TOKEN``. Refitted for the 1.5B (issue 44,
-  ``benchmarks.board_slm``, 12 answers each with the Pi 5 settings): Qwen2.5-0.5B peaked at 684
+  ``python -m benchmarks board_slm``, 12 answers each with the Pi 5 settings): Qwen2.5-0.5B peaked at 684
   MiB and the 1.5B (1,025 MB folder) at 1,356 MiB, against 633 and 1,289 estimated with 0.95;
   1.2 puts the estimates at 1.05x and 1.13x those peaks. Version 5's int8-compute head costs 0-13
   MiB more: 684 and 1,338 MiB on an AMD EPYC (``board_slm_rpi5.json``), 1.06x and 1.15x;
@@ -37,7 +37,7 @@ The estimate adds up, in MiB:
 For the optimum graphs the estimate is on the safe side for Qwen2.5-0.5B (1.45-1.70x the
 measured peak) but not for SmolLM2-135M with the graph retrievers (the Pi Zero profile measured
 up to 741 MiB against 626); for the GQA graphs (the defaults) it is 1.07-1.13x with ``vector``.
-``python -m benchmarks.memory`` measures every profile against this estimate.
+``python -m benchmarks memory`` measures every profile against this estimate.
 
 With ``memory_policy = "degrade"`` a window that does not fit is halved (down to 512 tokens, the
 context budget with it) before giving up; ``"refuse"`` gives up at once. Giving up raises

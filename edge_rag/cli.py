@@ -113,7 +113,7 @@ def _add_export(commands: Any) -> None:
                                "(query embedding + cheap features -> A-F), export it to ONNX, "
                                "quantize it to int8 and check it against fp32 (>= 95%% same labels).")
     planner.add_argument("--labels", type=Path, help="labelled queries (default: the file shipped "
-                         "with the export tool, made by python -m benchmarks.planner_labels)")
+                         "with the export tool, made by python -m benchmarks planner_labels)")
     _model_options(planner, "planner-af2-int8", _export_planner)
     export.set_defaults(handler=lambda args: _usage(export))
 

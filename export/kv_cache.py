@@ -6,7 +6,7 @@ can keep its past keys and values as int8 with one fp32 scale per head and chann
 a quarter of its fp32 bytes, which is what a decode step reads per context token. It is not
 the default: onnxruntime 1.32's CPU kernel takes a slower path for a multi-token call on a
 quantized cache, so prefill loses what decode gains. Measured side by side
-(``python -m benchmarks.slm_speed --variants q4 q4kv8 llama.cpp --repeats 3``, medians, 2 cores,
+(``python -m benchmarks slm_speed --variants q4 q4kv8 llama.cpp --repeats 3``, medians, 2 cores,
 a noisy day; ``slm_speed_{qwen,smollm2}_kv8.json``):
 
 - Qwen2.5-0.5B q4, 315 / 1,014-token prompt: decode 32.4 / 24.5 → 30.8 / 28.2 tok/s (ratio
@@ -17,7 +17,7 @@ a noisy day; ``slm_speed_{qwen,smollm2}_kv8.json``):
 
 An answer (about 315 prompt tokens, a few dozen generated) therefore takes longer with it; a
 long generation after a long prompt on a board short of memory is where ``--kv-bits 8`` pays.
-Quality (``benchmarks.slm_quality``, 256 tokens): SmolLM2 perplexity +7.34 % against fp32
+Quality (``python -m benchmarks slm_quality``, 256 tokens): SmolLM2 perplexity +7.34 % against fp32
 (+6.73 % with the fp32 cache), 9/10 answers; Qwen 10/10 answers at export.
 
 The scales are static, so they are measured: the exported graph runs with an fp32 cache over

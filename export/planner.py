@@ -3,7 +3,7 @@
     edge-rag export planner [--labels FILE] [--force]
 
 The labels (``planner_labels.jsonl`` next to this module) are made by
-``python -m benchmarks.planner_labels``: one row per dev query with its label A–F and the cheap
+``python -m benchmarks planner_labels``: one row per dev query with its label A–F and the cheap
 features computed against that data set's index. Here each question is embedded with the default
 embedder, the head (features → 64 ReLU → 5, softmax) is trained with cross-entropy against
 soft targets — spread evenly over every method that works for the query (the label is the
@@ -47,7 +47,7 @@ def read_labels(path: Path = LABELS_FILE) -> list[dict[str, Any]]:
     stale = {r.get("feature_version") for r in rows} - {FEATURE_VERSION}
     if stale or not rows:
         raise EdgeRagError(f"{path} holds features of version {sorted(map(str, stale))} (or no rows); "
-                           "regenerate it: python -m benchmarks.planner_labels")
+                           "regenerate it: python -m benchmarks planner_labels")
     return rows
 
 
@@ -57,7 +57,7 @@ def feature_matrix(rows: list[dict[str, Any]], embedder: Embedder) -> np.ndarray
     cheap = np.asarray([r["cheap"] for r in rows], dtype=np.float32)
     if cheap.ndim != 2 or cheap.shape[1] != len(CHEAP_NAMES):
         raise EdgeRagError(f"labelled rows need {len(CHEAP_NAMES)} cheap features each: regenerate "
-                           "them with python -m benchmarks.planner_labels")
+                           "them with python -m benchmarks planner_labels")
     return np.concatenate([vectors.astype(np.float32), cheap], axis=1)
 
 

@@ -17,7 +17,7 @@ Here the fp32 reference gives the same greedy answers without it:
   is fp32's own greedy choice, so the answers are exactly fp32's; a pass costs one read of the
   weights, and the passes are as many as the drafts' disagreements (2-4 here).
 
-Measured (``benchmarks.export_memory``, a shared 2-core machine): the Qwen2.5-0.5B 4-bit export
+Measured (``python -m benchmarks export_memory``, a shared 2-core machine): the Qwen2.5-0.5B 4-bit export
 peaks at 1.26 GiB (the whole-graph check was killed by the 8 GiB watchdog), the 1.5B at 3.04 GiB
 (22.1 GiB before), with the same files as before (byte for byte for the 0.5B) and the same
 verdict. The writer's GGUF dequantization and block quantization also go a few thousand rows at

@@ -55,7 +55,7 @@ class PackagedSlm:
     stop_tokens: tuple[str, ...] = ("<|im_end|>", "<|endoftext|>")
     # Input features per scale of the 4-bit layer weights (GQA graph): larger blocks run faster
     # (fewer scales per product) but round coarser; the largest that keeps perplexity within 8 %
-    # of fp32 and the fixed answers (benchmarks.slm_quality, issue 15).
+    # of fp32 and the fixed answers (python -m benchmarks slm_quality, issue 15).
     block4: int = 32
 
 

@@ -35,7 +35,7 @@ MAX_NAME_TOKENS = 8
 NO_ANSWER_STARTS = ("Insufficient", "insufficient", "INSUFFICIENT", " Insufficient", " insufficient")
 DATED_DOCS = 3
 # The focused stage's rules, each switched off by its name in ``FocusedAnswerer.off`` (the setting
-# ``answer_rules_off``; measured one by one in benchmarks/answer_rules.py): forced starts by answer
+# ``answer_rules_off``; measured one by one in benchmarks/answers/answer_rules.py): forced starts by answer
 # form (yesno, choice, who, time, when), abstention on a missing date or unsupported terms (date,
 # terms), the named day's documents first (dated), the answer-span bonus and reply carry of the
 # evidence choice (span, replies), the free answer's first-token and name masks (open, names), and

@@ -16,7 +16,7 @@ when asked for. The sets are those a fresh search gives (up to the order of equa
 The kept sets also outlive the process (``save``/``restore``, ``store.CANDIDATES_FILE``):
 each write is a new process, and without them its first batch searched every name of the
 components it reached again. Adding one conversation to LiHua-World grown 30x
-(``benchmarks/scale_marginal.py``) reached ~6,000 names and spent half of its 45 CPU seconds
+(``benchmarks/scale/scale_marginal.py``) reached ~6,000 names and spent half of its 45 CPU seconds
 searching them. The file is used only while the index is as it was saved (the entity vectors'
 generation and count, τ and the cap); an encrypted index keeps none.
 """

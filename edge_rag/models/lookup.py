@@ -16,16 +16,16 @@ a token mask or constraint). A several-token call rounds its products differentl
 one-token call in the last float digits, so at a near tie of two tokens the choice may differ,
 as it may after a reused prompt prefix (``decoder.py``).
 
-What it costs and gains is a matter of the machine's kernels and the graph's. With exporter
-version 4's fp32-compute LM head, on 2 cores at a 300-token context, a call with 2 / 4 / 8 tokens
-cost 2.1 / 2.9 / 4.0 single steps for Qwen2.5 0.5B, and on 55 LiHua dev answers (focused stage,
-``benchmarks.answer_decode``) decoding took 1/1.12 of the stepwise time with 3 drafted tokens, 1/1.09
-with 2 and 1/0.95 (slower) with 1. Exporter version 5 computes every 4-bit layer, the head too, at
-accuracy level 4, whose several-row kernel is cheap; on the same 55 answers (AMD EPYC, 2 cores,
-7 December 2026, ``answer_decode_lihua_*_d{1,2,3}.json``) the 0.5B took 1/1.31, 1/1.35 and 1/1.37
-of the stepwise time with 1, 2 and 3 drafted tokens, the 1.5B 1/1.24, 1/1.17 and 1/1.17, with the
-same answers right either way. ``benchmarks.slm_speed`` measures it on a long summary, which
-copies little from its prompt.
+What it costs and gains is a matter of the machine's kernels and the graph's. With exporter version
+4's fp32-compute LM head, on 2 cores at a 300-token context, a call with 2 / 4 / 8 tokens cost 2.1
+/ 2.9 / 4.0 single steps for Qwen2.5 0.5B, and on 55 LiHua dev answers (focused stage,
+``python -m benchmarks answer_decode``) decoding took 1/1.12 of the stepwise time with 3 drafted
+tokens, 1/1.09 with 2 and 1/0.95 (slower) with 1. Exporter version 5 computes every 4-bit layer,
+the head too, at accuracy level 4, whose several-row kernel is cheap; on the same 55 answers (AMD
+EPYC, 2 cores, 7 December 2026, ``answer_decode_lihua_*_d{1,2,3}.json``) the 0.5B took 1/1.31,
+1/1.35 and 1/1.37 of the stepwise time with 1, 2 and 3 drafted tokens, the 1.5B 1/1.24, 1/1.17 and
+1/1.17, with the same answers right either way. ``python -m benchmarks slm_speed`` measures it on a
+long summary, which copies little from its prompt.
 """
 
 from __future__ import annotations

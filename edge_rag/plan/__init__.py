@@ -29,7 +29,7 @@ orders or measures two events (``ppr`` ranks each clause, ``questions.clauses``)
 goes to G, the nearest documents, when its nearest chunk stands out, cos(top 1) − cos(top 5) ≥
 ``planner_margin``. G rather than B: one chunk per document first finds more conversations
 (the 0.139-margin "Has Wolfgang ever been to Hong Kong?" loses recall@5 to vector, not to
-``titles``). ``benchmarks.planner_margin`` measures it:
+``titles``). ``python -m benchmarks planner_margin`` measures it:
 
 - LiHua-World dev (conversations, mostly one-conversation questions): 63 of 228 questions pass
   0.14 and none loses recall; the threshold picked by 5-fold cross-validation (the lowest at

@@ -25,7 +25,7 @@ HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached rec
   no specific term, "chunks that mention it" are at least the chunks holding its rarest word
   (``ChunkTerms.spread``): a word the extractor made a node in one chunk ("mention",
   "opinion") is no rarer for it in the text. Both rules are for large collections: with
-  LiHua-World grown 30x by other text (``benchmarks/scale.py``) the "Li" of a matched "Li Hua"
+  LiHua-World grown 30x by other text (``benchmarks/scale/scale.py``) the "Li" of a matched "Li Hua"
   was a Chinese historian's node and "mention" a film's; dev recall@5 0.858 → 0.872 → 0.880
   at 30x, 0.907 → 0.909 at 1x, 2WikiMultihopQA 0.869 → 0.872.
   The ``CHUNK_SEEDS`` chunks nearest to the question seed ``CHUNK_SEED_SHARE`` of the mass, in

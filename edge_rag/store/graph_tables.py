@@ -546,7 +546,7 @@ class GraphTables:
 
 # Relations kept without a vector (and without the description and text hash only embedding
 # needs): those whose every mention is a co-occurrence chain link of the fast extractor (two
-# names on one line). Measured on dev (benchmarks/graph_ablation.py, retrieval_*): removing
+# names on one line). Measured on dev (benchmarks/retrieval/graph_ablation.py, retrieval_*): removing
 # them costs no method on LiHua more than 0.007 of recall@5, and 2Wiki's (99.7% of its 134k
 # relations) served every method within 0.01 without vectors. Retrieval still walks them as
 # edges; only dual's relation search (R_DR, eq. 14) cannot reach them. The speaker → word links
