@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -71,6 +72,20 @@ def test_every_benchmark_lives_in_a_group_and_is_registered() -> None:
     scripts = {p.stem for p in folder.glob("*/*.sh")} | {p.stem for p in folder.glob("*/*.py") if runnable(p)}
     assert scripts == {b.name for b in every()}, "register it in benchmarks/registry.py"
     assert {b.group for b in every()} == {p.parent.name for p in folder.glob("*/__init__.py")} - {"core"}
+
+
+def test_a_benchmark_imports_the_core_and_its_own_group_only() -> None:
+    for path in (ROOT / "benchmarks").glob("*/*.py"):
+        group = path.parent.name
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [f"benchmarks.{group}" if node.level == 1 else "." * node.level + (node.module or "")]
+            else:
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                if name.startswith(("benchmarks.", "..")):
+                    assert name.startswith(("benchmarks.core", f"benchmarks.{group}")), (
+                        f"{path.relative_to(ROOT)} imports {name}: share it through benchmarks/core")
 
 
 def test_slm_speed_takes_the_runtime_of_an_earlier_commit() -> None:
