@@ -431,7 +431,7 @@ def _ask(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
     with _open(args) as rag:
-        _ = (rag.slm, rag.embedder)  # load both before the first question
+        rag.warm()  # load the models before the first question
         if interactive:
             print(f"edge-rag chat: {args.index} ({args.method}); Ctrl-D to quit", file=sys.stderr)
         while True:
