@@ -23,6 +23,7 @@ LAYERS = [
     {"plan"},
     {"index", "retrieve"},
     {"answer"},
+    {"engine"},
     {"api"},
     {"serve"},
     {"cli", "__init__"},
