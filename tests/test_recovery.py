@@ -172,6 +172,7 @@ GRAPH_WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from edge_rag import EdgeRAG
+    from edge_rag.engine import Engine
 
     index, folder, marker = sys.argv[1:4]
     state = {"commits": 0, "graph_write": False}
@@ -187,7 +188,8 @@ GRAPH_WRITER = textwrap.dedent("""
             state["commits"] += state["graph_write"] and statement.startswith("COMMIT")
             state["graph_write"] = False
 
-    with EdgeRAG.open(index, progress=False, graph_batch_chunks=4) as rag:
+    engine = Engine.open(index, progress=False, graph_batch_chunks=4)
+    with EdgeRAG(engine) as rag:
         engine.store.conn.set_trace_callback(trace)
         rag.insert(folder)
 """)
