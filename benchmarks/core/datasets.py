@@ -25,7 +25,7 @@ from typing import Any
 
 from benchmarks.core.paths import INDEXES, SHARED
 from edge_rag import Document, EdgeRAG, Settings
-from edge_rag.api import INDEX_KEYS
+from edge_rag.engine import INDEX_KEYS
 
 LIHUA_ZIP = SHARED / "lihua-world" / "data" / "LiHuaWorld.zip"
 LIHUA_QUERIES = SHARED / "lihua-world" / "queries.dev.json"
