@@ -21,6 +21,7 @@ from .index.aggregate import AggregationParams
 from .index.extract import make_extractor
 from .index.graph_builder import GraphBuilder
 from .index.graph_export import graph_data
+from .index.limits import Limits
 from .index.sync import Syncer, SyncReport, dry_report, idle_report
 from .index.sync import plan as sync_plan
 from .index.sync import touch as sync_touch
@@ -155,22 +156,25 @@ class EdgeRAG:
 
     # -- writing ------------------------------------------------------------------------
 
-    def insert(self, *paths: str | Path | Document, progress: bool | None = None) -> InsertReport:
+    def insert(self, *paths: str | Path | Document, progress: bool | None = None,
+               stop: Callable[[], None] | None = None) -> InsertReport:
         """Insert files, folders (recursive), zip archives or ``Document`` objects.
 
         Supported files: .txt, .md, .json/.jsonl (records with a text field), .zip of those, and
         .pdf, .html/.htm, .eml, .mbox, .docx, .csv (``index/formats/``; PDF and Word need extras).
         Each document commits on its own; duplicates (same content) are skipped and bad
-        documents are reported in ``InsertReport.failed`` without stopping the rest.
+        documents are reported in ``InsertReport.failed`` without stopping the rest. With ``stop``
+        (called between documents and chunk groups; what it raises stops the insert) the call is
+        one transaction: stopped, it leaves the index as it was.
         """
-        limit = int(self.settings.max_document_mb * 2**20)
+        limit = Limits.of(self.settings)
         files = [p for p in paths if not isinstance(p, Document)]
         docs = [p for p in paths if isinstance(p, Document)]
         stream = _chain(docs, files, limit, self.settings.follow_symlinks)
         with WriteLock(self.directory), self.store.unmapped():
             indexer = self._indexer()
             show = self.settings.progress if progress is None else progress
-            report = indexer.insert(stream, show)
+            report = indexer.insert(stream, show, stop)
             if self._ends_bulk(report.chunks):
                 # SQLite only: the vector files were just written and hold no removed slots, and
                 # rebuilding them would hold a second HNSW graph in memory (issue 16's build bound).
@@ -200,7 +204,7 @@ class EdgeRAG:
             if found.idle:
                 sync_touch(self.store, found)
                 return idle_report(found)
-            limit = int(self.settings.max_document_mb * 2**20)
+            limit = Limits.of(self.settings)
             syncer = Syncer(self.store, self._indexer(), limit, self.settings.follow_symlinks)
             report = syncer.apply(found, self.settings.progress if progress is None else progress)
             if self._ends_bulk(report.chunks):
@@ -487,7 +491,7 @@ class EdgeRAG:
                            persist=not self.store.encrypted)
 
 
-def _chain(docs: list[Document], files: list, limit: int,
+def _chain(docs: list[Document], files: list, limit: Limits,
            follow_symlinks: bool) -> Iterator[Document | BadDocument | Skipped]:
     yield from docs
     yield from read_sources(files, limit, follow_symlinks)
