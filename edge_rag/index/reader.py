@@ -242,7 +242,9 @@ def read_upload(name: str, data: bytes, limits: Limits | int) -> Iterator[Item]:
 def _read_zip(path: Path | str, limits: Limits, data: bytes | None = None) -> Iterator[Item]:
     """The text and record members of a zip, within its budget: the entries its end record
     declares, then the sizes its directory declares, then the bytes inflated."""
-    opener = (lambda: io.BytesIO(data)) if data is not None else functools.partial(open, path, "rb")
+    def opener() -> IO[bytes]:
+        return io.BytesIO(data) if data is not None else open(path, "rb")
+
     budget = Budget(str(path), limits)
     with opener() as handle:
         budget.declare(zip_entries(handle), 0)
