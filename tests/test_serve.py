@@ -187,8 +187,9 @@ def test_every_protected_endpoint_wants_the_token(served: Server) -> None:
             assert reply.status == 401, (method, path, token)
             assert reply.json() == {"error": {"message": "unauthorized", "type": "authentication_error"}}
     cors = served.request("GET", "/health", token=None, headers={"Origin": "http://evil.example"})
-    assert "access-control-allow-origin" not in cors.headers  # CORS is off unless configured
-    health = served.request("GET", "/health", token=None).json()
+    assert cors.status == 403 and "access-control-allow-origin" not in cors.headers  # CORS is off
+    assert served.request("GET", "/health", token=None).json() == {"status": "ok"}  # up, nothing more
+    health = served.request("GET", "/health").json()
     assert health["ready"] and health["models"]["slm"] == SMALL_SLM and health["index"]["documents"] > 0
     page = served.request("GET", "/", token=None)
     assert page.status == 200 and b"<script>" in page.body and "frame-ancestors" in page.headers[
@@ -324,6 +325,7 @@ def test_it_refuses_to_listen_beyond_loopback_without_a_token(lihua_index: Path,
     assert done.returncode == 1 and "without a token" in done.stderr
     short = tmp_path / "token"
     short.write_text("short\n")
+    short.chmod(0o600)
     done = subprocess.run([*command, "--token-file", str(short)], capture_output=True, text=True, env=env,
                           timeout=120)
     assert done.returncode == 1 and "shorter than" in done.stderr
@@ -428,6 +430,7 @@ def test_an_encrypted_index_is_served_with_its_key_file_and_refused_without(lihu
     index = copy_index(lihua_index, tmp_path)
     key_file = tmp_path / "key"
     key_file.write_text("a long passphrase for the served index\n", encoding="utf-8")
+    key_file.chmod(0o600)
     EdgeRAG.change_key(index, None, key_file.read_bytes().rstrip(b"\n"))
     command = [sys.executable, "-m", "edge_rag.cli", "serve", "--index", str(index), "--port", "0"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120,

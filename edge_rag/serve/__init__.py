@@ -47,14 +47,15 @@ def serve(options: ServeOptions) -> int:
 
     token = _checked_token(options)
     share_heap()  # the lanes' and clients' threads share one C heap arena: RSS stays near ask's
-    raise_open_files()
+    open_files = raise_open_files()
     service = Service.start(options.index, options.profile, options.queue, options.timeout,
                             options.key)
     caught: list[int] = []
     previous = {sig: signal.signal(sig, lambda sig, _frame: caught.append(sig))
                 for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        server = _server_class(uvicorn)(_config(uvicorn, service, options, token), service, options)
+        config = _config(uvicorn, service, options, token, open_files)
+        server = _server_class(uvicorn)(config, service, options)
         server.run()
     finally:
         service.close()
@@ -71,7 +72,7 @@ def _checked_token(options: ServeOptions) -> str | None:
     return token
 
 
-def _config(uvicorn: Any, service: Any, options: ServeOptions, token: str | None) -> Any:
+def _config(uvicorn: Any, service: Any, options: ServeOptions, token: str | None, open_files: int) -> Any:
     """uvicorn's configuration: the guarded app, the connection cap and timeouts of the profile."""
     from .connections import protocol, quiet_floods
     from .routes import build_app
@@ -84,7 +85,8 @@ def _config(uvicorn: Any, service: Any, options: ServeOptions, token: str | None
                             timeout_graceful_shutdown=GRACE_SECONDS,
                             limit_concurrency=settings.serve_connections,
                             timeout_keep_alive=settings.serve_keep_alive_seconds,
-                            http=protocol(settings.serve_header_seconds, settings.serve_connections))
+                            http=protocol(settings.serve_header_seconds, settings.serve_connections,
+                                          open_files, token))
     quiet_floods()  # after uvicorn configured its loggers
     return config
 

@@ -1,15 +1,18 @@
 """Connections a board can hold: a cap, a deadline for request headers, the open-file limit and
 logs that a flood cannot grow.
 
-uvicorn answers 503 to a request once it holds ``serve_connections`` connections
-(``limit_concurrency``) and closes an idle keep-alive connection after
-``serve_keep_alive_seconds``; on top of that, ``protocol`` closes a connection whose request
-headers have not all arrived ``serve_header_seconds`` after it opened (or after its last answer),
-and, when a new connection brings the count to the cap, the oldest one still waiting for its
-headers, so that connections sending headers slowly never lock out a client that sends them at
-once. At start the soft limit on open files is raised to the hard one (up to ``OPEN_FILES``); a
-message the event loop or uvicorn logs again and again (an accept error per connection, a 503
-per request) is written once a minute with the count of those left out.
+uvicorn answers 503 once ``serve_connections`` requests are in progress (``limit_concurrency``)
+and closes a keep-alive connection idle for ``serve_keep_alive_seconds``. ``protocol`` adds what it
+lacks against connections that send their headers slowly or never: a connection counts against
+that limit only while a request of it is in progress, it is closed when its headers take
+longer than ``serve_header_seconds`` (from its opening or its last answer), and at most
+``PENDING_PER_CONNECTION`` times ``serve_connections`` may wait so, and fewer than the open files
+the process may hold (beyond, the oldest is closed), so that they neither exhaust the open files nor
+lock out a client that sends its request at once. A request that carries the token is not refused
+for the requests of others in progress: a flood without the token cannot lock its holder out.
+At start the soft limit on open files is raised toward the hard one (up to ``OPEN_FILES``); a
+message the event loop or uvicorn logs again and again (an accept error per connection, a 503 per
+request) is written once a minute with the count of those left out.
 """
 
 from __future__ import annotations
@@ -21,44 +24,66 @@ import time
 from typing import Any
 
 OPEN_FILES = 65536
+PENDING_PER_CONNECTION = 16
+RESERVED_FILES = 128  # the index, the models, the lanes' files: never taken by waiting connections
 LOG_EVERY_SECONDS = 60.0
 NOISY_LOGGERS = ("asyncio", "uvicorn.error")
 
 
-def protocol(header_seconds: float, cap: int) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with a header deadline and eviction of the oldest connection still
-    waiting for its headers once ``cap`` connections are open."""
+def protocol(header_seconds: float, connections: int, open_files: int = 0,
+             token: str | None = None) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with a header deadline and a cap on connections still waiting for
+    their request (``PENDING_PER_CONNECTION`` x ``connections``, below ``open_files`` when it is
+    known; the oldest is closed beyond); bytes that carry ``token`` are not held to uvicorn's
+    count of requests in progress (the guard checks the token itself, in constant time)."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class Guarded(H11Protocol):
-        """One connection: it must send a request's headers within ``header_seconds``."""
+    pending: dict[Any, None] = {}  # connections waiting for a request, oldest first
+    secret = token.encode() if token else None
+    most = PENDING_PER_CONNECTION * connections
+    if open_files:
+        most = max(connections, min(most, open_files - RESERVED_FILES))
 
-        waiting_since = 0.0
+    class Guarded(H11Protocol):
+        """One connection: counted by uvicorn only while a request of it is in progress."""
+
         header_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            self.connections.discard(self)
             self._await_headers()
-            if len(self.connections) >= cap:
-                _evict_oldest_waiting(self.connections, self)
+            while len(pending) > most:
+                next(iter(pending)).transport.close()
+                pending.pop(next(iter(pending)))
+
+        def data_received(self, data: bytes) -> None:
+            if secret is not None and secret in data:
+                self.tasks, self.connections = Unseen(self.tasks), Unseen(self.connections)
+            try:
+                super().data_received(data)
+            finally:
+                self.tasks, self.connections = self.server_state.tasks, self.server_state.connections
+            if self in pending and self.cycle is not None and not self.cycle.response_complete:
+                pending.pop(self, None)  # its request began: now uvicorn's to count and close
+                self.connections.add(self)
 
         def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._await_headers()
+            super().on_response_complete()  # may begin a pipelined request at once
+            if self.cycle.response_complete and not self.transport.is_closing():
+                self.connections.discard(self)  # idle: waits for its next request's headers
+                self._await_headers()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            pending.pop(self, None)
             if self.header_timer is not None:
                 self.header_timer.cancel()
             super().connection_lost(exc)
 
-        def waiting(self) -> bool:
-            """No request in progress: between requests, or its headers still coming."""
-            return not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete)
-
         def _await_headers(self) -> None:
+            pending[self] = None
             if self.header_timer is not None:
                 self.header_timer.cancel()
-            self.waiting_since = time.monotonic()
             self.header_timer = self.loop.call_later(header_seconds, self._headers_late, self.cycle)
 
         def _headers_late(self, cycle: Any) -> None:
@@ -68,11 +93,28 @@ def protocol(header_seconds: float, cap: int) -> type[asyncio.Protocol]:
     return Guarded
 
 
-def _evict_oldest_waiting(connections: Any, newcomer: Any) -> None:
-    """Close the connection that has waited longest for its request headers (not ``newcomer``)."""
-    waiting = [c for c in connections if c is not newcomer and getattr(c, "waiting", lambda: False)()]
-    if waiting:
-        min(waiting, key=lambda c: c.waiting_since).transport.close()
+class Unseen(set):
+    """A set as uvicorn's limit sees it for a token-holder's request: empty (adding and removing
+    still reach the set)."""
+
+    def __init__(self, real: set[Any]) -> None:
+        super().__init__()
+        self.real = real
+
+    def __len__(self) -> int:
+        return 0
+
+    def __iter__(self) -> Any:
+        return iter(self.real)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.real
+
+    def add(self, item: Any) -> None:
+        self.real.add(item)
+
+    def discard(self, item: Any) -> None:
+        self.real.discard(item)
 
 
 def raise_open_files(wanted: int = OPEN_FILES) -> int:
