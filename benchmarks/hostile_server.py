@@ -266,16 +266,16 @@ def lying_zip(real: int = 200 * MB, declared: int = 1000) -> bytes:
 
 
 def pdf_bomb(pages: int = 20, stream_bytes: int = 74 * MB) -> bytes:
-    """A PDF of ``pages`` pages, each with a content stream inflating to ``stream_bytes`` (one
-    zlib stream shared by every page's own object)."""
+    """A PDF of ``pages`` pages of text, each with a content stream inflating to ``stream_bytes``
+    (one zlib stream, repeated in every page's own object)."""
     unit = b"BT /F1 12 Tf 72 712 Td (quince) Tj ET\n"
     stream = zlib.compress(unit * (stream_bytes // len(unit)), 9)
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
-               b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % (3 + 2 * n) for n in range(pages))
-               + b"] /Count %d >>" % pages]
+               b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % (4 + 2 * n) for n in range(pages))
+               + b"] /Count %d >>" % pages, b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
     for n in range(pages):
-        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R >>"
-                       % (4 + 2 * n))
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font "
+                       b"<< /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * n))
         objects.append(b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream
                        + b"\nendstream")
     return _pdf(objects)

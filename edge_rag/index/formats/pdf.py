@@ -8,9 +8,9 @@ are left out; a PDF without any text is reported as a scan that needs OCR, an en
 a user password) as encrypted, a damaged one as damaged: each one line, never a crash.
 
 A PDF is a container read within its budget (``index/limits.py``): its page count is checked
-before any page is read, and every stream pypdf inflates is capped at what the budget has left,
-the pages' content streams counted into it as they are read; over either, the whole file is one
-refused document.
+before any page is read, then every page's content stream is inflated and counted into the budget
+before any text is extracted, each stream pypdf inflates capped at what the budget has left; over
+either, the whole file is one refused document.
 """
 
 from __future__ import annotations
@@ -79,10 +79,13 @@ def _opens_without_password(pypdf: Any, reader: Any, source: str) -> bool:
 
 def _pages(pypdf: Any, reader: Any, source: str, budget: Budget) -> Iterator[Document]:
     pages = len(reader.pages)
+    for number, page in enumerate(reader.pages, 1):  # every stream counted before any page is read
+        with _capped(pypdf, budget):
+            _count_contents(page, number, budget)
     title = None
     for number, page in enumerate(reader.pages, 1):
         with _capped(pypdf, budget):
-            text = _page_text(page, number, budget)
+            text = str(page.extract_text() or "")
         if not text.strip():
             continue
         if title is None:
@@ -94,12 +97,10 @@ def _pages(pypdf: Any, reader: Any, source: str, budget: Budget) -> Iterator[Doc
                           "not indexed")
 
 
-def _page_text(page: Any, number: int, budget: Budget) -> str:
-    """A page's text, its content stream counted into the budget first (pypdf keeps the
-    inflated stream, which the extraction then reads)."""
+def _count_contents(page: Any, number: int, budget: Budget) -> None:
+    """Inflate a page's content stream into the budget (pypdf keeps it for the extraction)."""
     contents = page.get_contents()
     budget.reach(f"p{number}", len(contents.get_data()) if contents is not None else 0)
-    return str(page.extract_text() or "")
 
 
 def _metadata_title(reader: Any) -> str | None:
