@@ -21,7 +21,7 @@ SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_
            "planner_eval", "suite", "memory", "peers", "code_speed", "answer_stage", "abstention",
            "slm_options", "gqa_node", "auto_latency", "decode_context", "formats", "folder_titles",
            "serve", "encryption", "injection", "behaviour", "board_slm", "export_memory",
-           "scale", "scale_build", "scale_marginal", "scale_density", "answer_rules"]
+           "scale", "scale_build", "scale_marginal", "scale_density", "answer_rules", "hostile_server"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
