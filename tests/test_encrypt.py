@@ -185,7 +185,8 @@ def test_a_deleted_document_leaves_no_trace_in_any_file(tmp_path: Path, lihua_di
             assert files_holding(index, vectors[:1]) == {"chunks.usearch": vectors[:1]}
         assert rag.delete(doc) == 1
         assert rag.store.conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
-    needles = [b"marmalade zeppelin", b"Zorblax", b"ultraviolet", *vectors]
+        needles = [b"marmalade zeppelin", b"Zorblax", b"ultraviolet", *vectors]
+        assert files_holding(index, needles) == {}  # while the writer still holds the index open
     assert files_holding(index, needles) == {}
     with EdgeRAG.open(index, key=key, create=False) as rag:
         assert all(c.doc_id != doc for c in rag.retrieve("marmalade zeppelin").chunks)
@@ -206,6 +207,7 @@ def test_a_file_replaced_by_sync_leaves_no_trace_of_its_old_text(tmp_path: Path,
         (folder / "note.txt").write_text("The boiler is serviced every May.\n", encoding="utf-8")
         os.utime(folder / "note.txt", ns=(1, 1))  # the mtime moves even on a coarse clock
         assert rag.sync(folder).replaced == ["note.txt"]
+        assert files_holding(index, [b"marmalade zeppelin", b"Zorblax", b"ultraviolet"]) == {}  # still open
     assert files_holding(index, [b"marmalade zeppelin", b"Zorblax", b"ultraviolet"]) == {}
     with EdgeRAG.open(index, key=key, create=False) as rag:
         assert "boiler" in rag.retrieve("When is the boiler serviced?").chunks[0].text
@@ -260,3 +262,38 @@ def test_a_short_passphrase_is_refused_and_rekey_moves_an_index_off_one(tmp_path
     EdgeRAG.change_key(tmp_path / "index", "a", KEY)
     with EdgeRAG.open(tmp_path / "index", create=False, key=KEY) as rag:
         assert [d.source for d in rag.documents()] == ["secret.txt"]
+
+
+KILLED_WRITER = """
+import sys
+from edge_rag import EdgeRAG
+rag = EdgeRAG.open(sys.argv[1], create=False)
+removed = rag.delete(sys.argv[2])
+print(removed, flush=True)
+sys.stdin.read()  # alive, the index open, until killed
+"""
+
+
+def test_a_delete_by_the_cli_and_by_a_writer_killed_after_it_leaves_no_trace(tmp_path: Path, lihua_dir: Path,
+                                                                           model_folder, capsys) -> None:
+    index = tmp_path / "index"
+    with EdgeRAG.open(index, progress=False) as rag:
+        rag.insert(*sorted(lihua_dir.glob("*.txt"))[:2])
+        first = rag.insert_text(SECRET, "secret.txt").added[0]
+        second = rag.insert_text(SECRET.replace("noon", "dusk"), "secret-2.txt").added[0]
+    needles = [b"marmalade zeppelin", b"Zorblax", b"ultraviolet"]
+    with EdgeRAG.open(index, create=False) as reader:  # another handle, as a server's lanes hold
+        reader.documents()
+        assert main(["delete", first, "--index", str(index)]) == 0
+        assert files_holding(index, needles)  # the second still holds the phrase
+        writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(index), second],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+        try:
+            assert writer.stdout is not None and writer.stdout.readline().strip() == "1"
+            assert files_holding(index, needles) == {}  # the writer alive
+        finally:
+            writer.kill()
+            writer.wait()
+        assert files_holding(index, needles) == {}  # after kill -9
+        assert {first, second}.isdisjoint(d.id for d in reader.documents())
