@@ -229,7 +229,8 @@ def test_a_client_that_leaves_stops_its_answer(served: Server) -> None:
     for _ in range(3):
         connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
         body = json.dumps({"stream": True, "messages": [{"role": "user", "content": QUESTION}]})
-        connection.request("POST", "/v1/chat/completions", body, {"Authorization": f"Bearer {TOKEN}"})
+        connection.request("POST", "/v1/chat/completions", body, {"Authorization": f"Bearer {TOKEN}",
+                                                                   "Content-Type": "application/json"})
         reply = connection.getresponse()
         assert reply.status == 200 and reply.readline().startswith(b"data: ")
         connection.close()  # gone before the answer
@@ -305,7 +306,8 @@ def test_sigterm_during_a_streamed_answer_exits_0_and_the_index_opens_clean(lihu
     url = urlparse(server.url)
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
     connection.request("POST", "/v1/chat/completions",
-                       json.dumps({"stream": True, "messages": [{"role": "user", "content": QUESTION}]}))
+                       json.dumps({"stream": True, "messages": [{"role": "user", "content": QUESTION}]}),
+                       {"Content-Type": "application/json"})
     reply = connection.getresponse()
     assert reply.readline().startswith(b"data: ")
     assert server.stop(signal.SIGTERM, timeout=30) == 0
