@@ -5,11 +5,13 @@ measures them into a table); here each one must hold."""
 from __future__ import annotations
 
 import logging
+import resource
 from pathlib import Path
 
 import pytest
 
 from benchmarks import hostile_server as hostile
+from edge_rag.serve.connections import OPEN_FILES
 
 from .serve_helpers import copy_index, small_profile
 
@@ -80,14 +82,16 @@ def test_an_upload_past_its_time_limit_leaves_the_index_as_it_was(guarded_server
 
 def test_a_health_flood_does_not_refuse_a_token_holders_retrieve(guarded_server) -> None:
     row = _held(hostile.health_flood(guarded_server))
-    assert row["retrieve_statuses"] == [200] and row["health_answered"] > 0
+    assert row["retrieve_statuses"] == [200] and row["retrieves"] > 0 and row["health_answered"] > 0
 
 
 @pytest.mark.slow
 def test_slow_connections_leave_health_answering_and_the_log_small(guarded_server) -> None:
     row = _held(hostile.slow_connections(guarded_server))
     assert row["health_answered"] == row["health_probes"] > 10 and row["log_bytes"] < hostile.LOG_BYTES
-    assert row["open_files_limit"] > 1024  # raised at start where the hard limit allows
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]  # the server's too (it was only lowered softly)
+    raised = OPEN_FILES if hard == resource.RLIM_INFINITY else min(OPEN_FILES, hard)
+    assert row["open_files_limit"] == raised  # from the 1,024 it was started with, where allowed
 
 
 def test_a_32_character_passphrase_is_derived_not_taken_as_a_raw_key(lihua_index: Path,
