@@ -369,7 +369,12 @@ def bomb(server: Served, name: str, data: bytes, attack: str) -> Row:
     held = status == 400 and seconds <= REFUSE_SECONDS and growth <= RSS_GROWTH_MIB and written == 0
     return {"attack": attack, "bytes": len(data), "status": status, "seconds": round(seconds, 2),
             "rss_growth_mib": round(growth, 1), "documents_written": written, "message": message,
-            "result": f"{status} in {seconds:.1f} s, RSS +{growth:.0f} MiB: {message[:90]}", "held": held}
+            "result": f"{status} in {seconds:.1f} s, RSS +{growth:.0f} MiB: {_reason(message)}", "held": held}
+
+
+def _reason(message: str) -> str:
+    """A refusal without the file's name."""
+    return message.split(": ", 1)[-1].removesuffix("; refused")
 
 
 def docx_attack(server: Served) -> Row:
