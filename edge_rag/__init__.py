@@ -1,7 +1,7 @@
 """edge-rag: graph-based RAG (RAP-RAG) for small language models on small devices."""
 
 from . import import_order  # noqa: F401  (first: onnxruntime must load before usearch)
-from .api import EdgeRAG, IndexStats
+from .api import EdgeRAG
 from .config import Settings
 from .errors import (
     BadDocument,
@@ -25,6 +25,7 @@ from .index import Document, InsertReport
 from .index.sync import SyncReport
 from .plan import Plan
 from .retrieve import Retrieval, RetrievedChunk
+from .store import IndexStats
 
 __version__ = "0.1.0"
 

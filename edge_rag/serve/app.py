@@ -51,7 +51,6 @@ class Service:
         self.timeout = timeout
         self._reader = rag.sibling()
         self._writer: EdgeRAG | None = None  # opened by the first insert or delete
-        self._slm = rag.slm
         self.generation = Lane("generation", queue)
         self.retrieval = Lane("retrieval", RETRIEVAL_WAITING)
         self.writing = Lane("writing", WRITING_WAITING)
@@ -70,7 +69,7 @@ class Service:
         request."""
         rag = EdgeRAG.open(index, profile, create=False, key=key)
         try:
-            _ = (rag.slm, rag.embedder, rag.answerer)
+            rag.warm()
             return cls(rag, queue, timeout)
         except BaseException:
             rag.close()
@@ -85,8 +84,7 @@ class Service:
         answer stops at its next piece."""
         for lane in self.lanes():
             lane.closing = True
-        self._slm.interrupt()
-        self.rag.embedder.interrupt()  # the answer stage embeds the evidence's lines
+        self.rag.interrupt()  # the answer stage embeds the evidence's lines too
 
     def close(self) -> None:
         """Stop the lanes, then close the index handles (the WAL is checkpointed)."""
@@ -219,8 +217,6 @@ def insert_upload(rag: EdgeRAG, parse: Callable[[], Iterable[Item]],
 
 
 def index_counts(rag: EdgeRAG) -> dict[str, int]:
-    """Documents, chunks, entities, relations and the bytes of the index's files (cheap: no
-    page walk)."""
-    counts = rag.store.counts()
-    files = sum(p.stat().st_size for p in rag.directory.iterdir() if p.is_file())
-    return {**{k: counts[k] for k in COUNTED}, "total_bytes": files}
+    """Documents, chunks, entities, relations and the bytes of the index's files."""
+    stats = rag.stats().to_dict()
+    return {k: stats[k] for k in (*COUNTED, "total_bytes")}

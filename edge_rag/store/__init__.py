@@ -2,6 +2,8 @@
 
 from .lock import WriteLock
 from .sqlite import ChunkRecord, DocumentRecord, IndexStore
+from .stats import IndexStats, index_stats
 from .vectors import VectorIndex
 
-__all__ = ["ChunkRecord", "DocumentRecord", "IndexStore", "VectorIndex", "WriteLock"]
+__all__ = ["ChunkRecord", "DocumentRecord", "IndexStats", "IndexStore", "VectorIndex", "WriteLock",
+           "index_stats"]
