@@ -299,3 +299,20 @@ def test_a_delete_by_the_cli_and_by_a_writer_killed_after_it_leaves_no_trace(tmp
             writer.wait()
         assert files_holding(index, needles) == {}  # after kill -9
         assert {first, second}.isdisjoint(d.id for d in reader.documents())
+
+
+def test_an_index_keyed_by_the_old_raw_rule_is_named_and_rekey_moves_it(tmp_path: Path, model_folder) -> None:
+    from edge_rag.store.cipher import sqlcipher
+
+    passphrase = "0123456789abcdefghijklmnopqrstuv"  # 32 characters: the old rule took them as the raw key
+    with EdgeRAG.open(tmp_path / "index", key=passphrase, progress=False) as rag:
+        rag.insert_text(SECRET, "secret.txt")
+    conn = sqlcipher().connect(str(tmp_path / "index" / "index.sqlite"))
+    conn.execute(f"PRAGMA key = '{passphrase}'")
+    conn.execute(f"PRAGMA rekey = \"x'{passphrase.encode().hex()}'\"")  # as an older edge-rag keyed it
+    conn.close()
+    with pytest.raises(WrongKey, match="keyed by an older edge-rag"):
+        EdgeRAG.open(tmp_path / "index", key=passphrase, create=False)
+    EdgeRAG.change_key(tmp_path / "index", passphrase, passphrase)
+    with EdgeRAG.open(tmp_path / "index", key=passphrase, create=False) as rag:
+        assert len(rag.documents()) == 1

@@ -139,6 +139,21 @@ def connect(path: Path, key: Key | None, cipher: bool = False, strict: bool = Tr
     if key is None and not cipher:
         return sqlite3.connect(path, **options)
     text = key_text(key, strict) if key is not None else None
+    try:
+        return _keyed(path, text, **options)
+    except WrongKey:
+        legacy = _legacy_text(key)
+        if legacy is None:
+            raise
+        if strict:  # an index keyed by an older edge-rag: opened again only to be re-keyed
+            _keyed(path, legacy, **options).close()
+            raise WrongKey(f"{WRONG_KEY}: this index was keyed by an older edge-rag, which took a "
+                           "32-character key as the raw key; re-key it with the same key file as "
+                           "old and new ('edge-rag rekey') to have the key derived") from None
+        return _keyed(path, legacy, **options)
+
+
+def _keyed(path: Path, text: str | None, **options: Any) -> Any:
     module = sqlcipher()
     conn = module.connect(str(path), **options)
     try:
@@ -150,3 +165,9 @@ def connect(path: Path, key: Key | None, cipher: bool = False, strict: bool = Tr
         conn.close()
         raise WrongKey(WRONG_KEY) from None
     return conn
+
+
+def _legacy_text(key: Key | None) -> str | None:
+    # Before the 64-hex-digits rule, any key of 32 bytes (or 32 characters) was the raw key.
+    raw = key.encode("utf-8") if isinstance(key, str) else key
+    return f"x'{raw.hex()}'" if raw is not None and len(raw) == 32 else None
