@@ -616,6 +616,18 @@ def _serve_one(result: Result) -> str:
                "acceptance met"], summary), _when(result)])
 
 
+def hostile_server(results: list[Result]) -> str:
+    """Each attack on the server: what came back and whether it held."""
+    return _each(_hostile_one, results)
+
+
+def _hostile_one(result: Result) -> str:
+    data = result.data
+    rows = [[r["attack"], r["result"], "yes" if r["held"] else "**no**"] for r in data["rows"].values()]
+    return "\n\n".join([f"### profile {data['profile']}, all held: {data['held']} (`{result.name}`)",
+                         table(["attack", "observed", "held"], rows), _when(result)])
+
+
 def encryption(results: list[Result]) -> str:
     """Plain against encrypted index: build, bytes, phrases found, refusals, retrieval."""
     return _each(_encryption_one, results)
@@ -916,6 +928,7 @@ SECTIONS = [
     Section("Document formats and folder sync", ("formats.json",), formats),
     Section("Memory budget", ("memory_*.json",), memory),
     Section("Serving", ("serve.json",), serve),
+    Section("Hostile server", ("hostile_server.json",), hostile_server),
     Section("Encryption at rest", ("encryption_*.json",), encryption),
     Section("Scale: LiHua-World among distractors", ("scale*.json",), scale),
     Section("Marginal build cost: the same text into every size", ("marginal_build*.json",), marginal),

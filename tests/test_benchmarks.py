@@ -22,6 +22,8 @@ from benchmarks.registry import GROUPS, Benchmark, every
 from benchmarks.retrieval.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
+from .conftest import needs_datasets
+
 
 @pytest.mark.parametrize("benchmark", [b for b in every() if b.module], ids=lambda b: b.name)
 def test_every_benchmark_answers_help(benchmark: Benchmark, capsys) -> None:
@@ -150,6 +152,7 @@ def test_the_suite_refuses_a_profile_that_cannot_fit_before_loading_anything(tmp
     assert written["refused"] and written["memory"]["budget_mb"] == 64
 
 
+@needs_datasets
 def test_every_peer_gets_the_evidence_of_its_questions_and_neighbours_up_to_the_size() -> None:
     asked, corpus = peers.subset("lihua", 2, 12)
     keys = [peers.evidence_key("lihua", d) for d in corpus]
@@ -276,6 +279,7 @@ def test_a_cached_answer_is_asked_again_when_the_rules_parse_its_question_otherw
     assert _stale({"answer": "x"}, asks)
 
 
+@needs_datasets
 def test_a_density_family_is_its_first_documents_up_to_lihuas_size() -> None:
     from benchmarks.scale.scale_corpus import documents, text_bytes
     from benchmarks.scale.scale_density import family_documents

@@ -14,7 +14,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from ..config import Settings
-from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
+from ..errors import EmbedderMismatch, IndexCorrupt, IndexLocked, NoSuchDocument, NotAnIndex, SchemaMismatch
 from .cipher import Key, check_key, connect, database_errors
 from .codec import code_rows, decode_rows, encode_rows
 from .graph_tables import GraphTables, inserted_id, marks, parts
@@ -24,6 +24,7 @@ from .synced import SyncedTables
 from .walk import WalkTables
 
 DB_FILE = "index.sqlite"
+BUSY_SECONDS = 30
 PAGE_SIZE = 8192
 
 
@@ -377,6 +378,16 @@ class IndexStore:
         """Share of the file's pages that are free (left by deletes, reclaimed by ``compact``)."""
         return self._pragma("freelist_count") / max(1, self._pragma("page_count"))
 
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the file and empty it (``TRUNCATE``): after a delete, the
+        text it removed is then in no file (deleted rows are overwritten in the file). Waits for
+        readers to leave the log (``busy_timeout``). Call outside a transaction."""
+        busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            raise IndexLocked(f"{self.path.parent}: a reader held the write-ahead log for "
+                              f"{BUSY_SECONDS} s; what was deleted stays in {DB_FILE}-wal until "
+                              "the next delete or the last close")
+
     def compact(self) -> None:
         """Rewrite the file without free pages (``VACUUM``) and empty the write-ahead log.
         Call outside a transaction, holding the write lock."""
@@ -425,7 +436,7 @@ def _check_directory(directory: Path, path: Path, create: bool) -> None:
 
 
 def _configure(conn: sqlite3.Connection, settings: Settings, encrypted: bool = False) -> None:
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
     # New files only (an existing file keeps its own): 8 KiB pages pack the ~1 KB chunk rows
     # and the graph's rows tighter than 4 KiB ones (LiHua: 1.7 % smaller after VACUUM).
     # SQLCipher keeps its own page size (4 KiB), so that its tools open the file with the key alone.
