@@ -19,7 +19,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "slm": ("slm_speed", "slm_quality", "board_slm", "export_memory", "memory"),
     "index": ("index_build", "graph_build", "formats", "encryption"),
     "scale": ("scale", "scale_build", "scale_corpus", "scale_density", "scale_marginal"),
-    "server": ("serve", "load"),
+    "server": ("serve", "load", "hostile_server"),
     "peers": ("peers",),
     "checks": ("behaviour", "arm64", "arm64_probe"),
 }

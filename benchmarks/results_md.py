@@ -505,7 +505,7 @@ def answer_decode(results: list[Result]) -> str:
 
 
 def export_memory(results: list[Result]) -> str:
-    """Peak RSS of each export run under the watchdog (benchmarks.export_memory)."""
+    """Peak RSS of each export run under the watchdog (the export_memory benchmark)."""
     return _each(_export_memory_one, results)
 
 

@@ -1,5 +1,5 @@
 """Issue 61's attack table, row by row, against a real ``edge-rag serve`` on 127.0.0.1 over real
-HTTP, with the issue's thresholds. The attacks are ``benchmarks/hostile_server.py``'s (which
+HTTP, with the issue's thresholds. The attacks are ``benchmarks/server/hostile_server.py``'s (which
 measures them into a table); here each one must hold."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import hostile_server as hostile
+from benchmarks.server import hostile_server as hostile
 from edge_rag.serve.connections import OPEN_FILES
 
 from .serve_helpers import copy_index, small_profile

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import hostile_server as bombs
-from benchmarks import sample_files as files
+from benchmarks.index import sample_files as files
+from benchmarks.server import hostile_server as bombs
 from edge_rag import BadDocument, Settings
 from edge_rag.index import Document, read_sources
 from edge_rag.index.limits import Budget, Limits, zip_entries

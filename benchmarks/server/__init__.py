@@ -1,2 +1,2 @@
-"""Serving and load: edge-rag serve under concurrent chat and retrieve clients, and reader processes
-querying beside a writer."""
+"""Serving and load: edge-rag serve under concurrent chat and retrieve clients and under a hostile
+client's attacks, and reader processes querying beside a writer."""

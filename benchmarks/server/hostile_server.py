@@ -1,6 +1,6 @@
 """Hostile server: every attack of issue 61 against a real ``edge-rag serve`` on 127.0.0.1.
 
-    python -m benchmarks.hostile_server [--profile dev] [--only NAME ...] [--work DIR]
+    python -m benchmarks hostile_server [--profile dev] [--only NAME ...] [--work DIR]
 
 The demo's LiHua-World conversations (``export/demo/``) are indexed into a fresh index, served
 without a token on loopback (the default a household board runs), and attacked over real HTTP
@@ -43,9 +43,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edge_rag import EdgeRAG
-
-from .common import RESULTS, ROOT, markdown_table, options, percentiles, write_result
+from benchmarks.core.measure import percentiles
+from benchmarks.core.options import options
+from benchmarks.core.paths import RESULTS, ROOT
+from benchmarks.core.results import markdown_table, write_result
+from edge_rag import EdgeRAG, Settings
 
 DEMO = ROOT / "export" / "demo" / "LiHua-World"
 TOKEN = "hostile-benchmark-token-0123456789"
@@ -714,7 +716,7 @@ def main(argv: list[str] | None = None) -> int:
     (RESULTS / "hostile_server.md").write_text(text + "\n", encoding="utf-8")
     held = all(r["held"] for r in rows.values())
     result = {"profile": str(args.profile), "rows": rows, "held": held}
-    print(f"wrote {write_result('hostile_server', result)}")
+    print(f"wrote {write_result('hostile_server', result, Settings.load(args.profile))}")
     return 0 if held else 1
 
 
