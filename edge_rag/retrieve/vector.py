@@ -1,4 +1,7 @@
-"""Vector retrieval (VR, eq. 7): nearest chunks to the query embedding, the NaiveRAG baseline."""
+"""Vector retrieval (VR, eq. 7): nearest chunks to the query embedding, the NaiveRAG baseline.
+
+Design: docs/design/retrievers.md
+"""
 
 from __future__ import annotations
 
