@@ -919,8 +919,8 @@ machine (name matching by one rapidfuzz `cdist` call), mean retrieval time per q
 27 ms / TR 67 ms on LiHua-World and DR 45 ms / TR 75 ms on 2Wiki."""
 
 PLANNER_READING = """\
-The head picks a method that works for most queries, but its context recall is about dual's (the
-best fixed method), not better, so `vector` stays the default method. How the judges agree: on
+The head picks a method that works for most queries, but its context recall is about ppr's (the
+best fixed method), not better, so the default planner is `names`, not the head. How the judges agree: on
 LiHua-World the label from the answers matches the retrieval judge's on about a third of the
 queries, and answers are right far more often when the context holds the evidence, so the
 retrieval judge tracks what the SLM can use; on 2Wiki the 0.5B model's right answers are mostly
@@ -1017,7 +1017,7 @@ MEMORY_READING = """\
 The estimate is on the safe side for Qwen2.5-0.5B (its weight file is counted whole, but the
 embedding rows a prompt never touches stay on disk) and close to or below the measured peak for
 SmolLM2-135M on the Pi Zero profile (the graph retrievers' transient peak is not modelled
-separately). The Pi Zero profile is refused either way: even vector retrieval peaks above 512 MiB."""
+separately). The Pi Zero profile fits with `vector`: it answers within its 512 MiB (the table)."""
 
 HISTORY = """\
 Earlier runs, kept as text: their files came from graphs, schemas or options the current code no
