@@ -136,20 +136,25 @@ def _constants(path: Path) -> list[tuple[str, int, int]]:
     return out
 
 
+def _top_level(line: str) -> bool:
+    return bool(line.strip()) and not line.startswith((" ", "def ", "class ", "@", ")", "]", "}"))
+
+
 def _comment_of(lines: list[str], first: int, last: int) -> tuple[str, str]:
     """A constant's own comment (on its lines, or the comment lines right above it) and the
-    comments of the block of constants it belongs to (no blank line between)."""
-    own = " ".join(line.split("#", 1)[1] for line in lines[first - 1:last] if "#" in line)
+    comments of the block of module-level lines it belongs to (no blank line between)."""
+    comment = lambda line: line.split("#", 1)[1] if "#" in line else ""
+    own = " ".join(comment(line) for line in lines[first - 1:last])
     at = first - 1
-    above = []
     while at > 0 and lines[at - 1].lstrip().startswith("#"):
-        above.insert(0, lines[at - 1])
         at -= 1
-    block = list(above)
-    while at > 0 and lines[at - 1].strip() and not lines[at - 1].startswith((" ", "def ", "class ", "@")):
-        block.insert(0, lines[at - 1])
-        at -= 1
-    return own + " ".join(above), " ".join(line.split("#", 1)[1] for line in block if "#" in line)
+    above = lines[at:first - 1]
+    start, end = at, last
+    while start > 0 and _top_level(lines[start - 1]):
+        start -= 1
+    while end < len(lines) and _top_level(lines[end]):
+        end += 1
+    return own + " ".join(above), " ".join(comment(line) for line in lines[start:end])
 
 
 @pytest.mark.parametrize("path", [p for p in _modules() if not _pending(p) and _constants(p)],

@@ -76,7 +76,7 @@ class ChunkTerms:
         return min(int(self.indptr[t + 1] - self.indptr[t]) for t in found if t is not None)
 
 
-FLUSH = 2048  # texts whose term counts are kept as Python lists before they become arrays
+FLUSH = 2048  # texts whose term counts are kept as Python lists before they become arrays (ppr.md)
 
 
 class TermCounts:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..lexicon import QUESTION_WORDS, STOPWORDS
 
 WORD = re.compile(r"\w+")
-MAX_TITLE_WORDS = 12  # words of a title that are matched (a longer title is cut)
+MAX_TITLE_WORDS = 12  # words of a title that are matched, a longer title cut (ppr.md)
 FILLER = STOPWORDS | QUESTION_WORDS
 
 

@@ -9,7 +9,8 @@ from ..store import ChunkRecord
 from .base import IndexView, timed
 from .types import Retrieval, RetrievedChunk
 
-# Fetch a few extra neighbours: a chunk deleted by another process may still be in a view.
+# Fetch a few extra neighbours: a chunk deleted by another process may still be in a view
+# (retrievers.md).
 OVERFETCH = 4
 
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 GENERATION_KINDS = ("chunk", "entity", "relation")
 GRAPH_ARRAYS = ("entity_ids", "chunk_ids", "indptr", "indices", "data", "entity_chunks")
 TERM_ARRAYS = ("lex_indptr", "lex_positions", "lex_weights", "lex_idf")
-NAME_BLOCK = 16384  # stored names compared with a question's n-grams per rapidfuzz call
+NAME_BLOCK = 16384  # stored names compared with a question's n-grams per rapidfuzz call (ppr.md)
 
 
 def generations(store: IndexStore) -> list[int]:

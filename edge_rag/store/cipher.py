@@ -4,7 +4,10 @@ An encrypted index is one SQLCipher 4 file (AES-256 pages with an HMAC each; its
 is encrypted the same way). Nothing else of it holds text or vectors: an encrypted index keeps no
 USearch file (its vectors are searched from memory, read out of SQLite), and SQLite keeps its
 temporary tables and sorts in memory. A key is a passphrase (SQLCipher derives the page key with
-PBKDF2, ~0.5 s at every open) or 64 hex digits, used as the raw 256-bit key (no derivation).
+PBKDF2 at every open, which takes a noticeable moment) or 64 hex digits, used as the raw 256-bit
+key (no derivation).
+
+Design: docs/design/storage.md
 """
 
 from __future__ import annotations

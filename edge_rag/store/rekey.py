@@ -1,6 +1,8 @@
 """Encrypting, decrypting and re-keying an index: its SQLite file rewritten under another key.
 
 Above ``sqlite.py`` and ``vectors.py`` (it removes the vector files), which ``cipher.py`` sits below.
+
+Design: docs/design/storage.md
 """
 
 from __future__ import annotations

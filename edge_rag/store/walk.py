@@ -17,7 +17,8 @@ import numpy as np
 from .codec import decode_rows
 from .graph_tables import marks, parts
 
-# Keys per packed read (``WalkTables._packed``): a range of ids bounds the text one read holds.
+# Keys per packed read (``WalkTables._packed``): a range of ids bounds the text one read holds
+# (ppr.md).
 PACKED_SPAN = 65536
 
 

@@ -29,7 +29,7 @@ import numpy as np
 FOLDER = "walk"
 CURRENT = "current"
 STAMP = "stamp.json"
-FORMAT = 2  # the files' layout; a stamp of another format is not read (derived again)
+FORMAT = 2  # the files' layout; a stamp of another format is not read (ppr.md)
 
 
 class StringTable:
