@@ -3,6 +3,8 @@
 The title is the document's own (core property ``title``), else its first ``Title`` or
 ``Heading 1`` paragraph, else a short first line, else the file stem. A file named ``.docx``
 that is not a Word document (another zip renamed, or not a zip at all) is one BadDocument.
+
+Design: docs/design/formats.md
 """
 
 from __future__ import annotations

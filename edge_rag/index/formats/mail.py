@@ -10,6 +10,8 @@ with the count per insert). An mbox is read one message at a time (only the offs
 messages are held), so memory stays flat however many it holds; its messages are named
 ``file.mbox#N`` (N from 0, in file order). A message that cannot be parsed or has no text is
 one BadDocument and the others still go in. The document size limit applies to each message.
+
+Design: docs/design/formats.md
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ the first page's short first line, else the file stem; pages after the first add
 (a title two documents share would name neither, see ``retrieve/title_index.py``). Pages without text
 are left out; a PDF without any text is reported as a scan that needs OCR, an encrypted one (with
 a user password) as encrypted, a damaged one as damaged: each one line, never a crash.
+
+Design: docs/design/formats.md
 """
 
 from __future__ import annotations
