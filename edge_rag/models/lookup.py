@@ -9,10 +9,8 @@ generation loop chooses from those as it would from single steps, and at the fir
 the cache forgets the rest of the draft. The text is therefore the one token-by-token greedy
 decoding chooses from the same model (with or without a mask or constraint), except that a
 several-token call rounds differently in the last float digits, so at a near tie of two tokens
-the choice may differ, as it may after a reused prompt prefix. What it costs and gains depends on
-the machine's kernels and the graph's.
-
-Design: docs/design/models.md
+the choice may differ, as it may after a reused prompt prefix. What it gains depends on the
+machine's kernels and the graph's. Design: docs/design/models.md
 """
 
 from __future__ import annotations
