@@ -5,6 +5,8 @@ Loopback unless told otherwise; any other address needs a token (``--token-file`
 ``Authorization: Bearer TOKEN``, compared in constant time. Bodies over the limit are refused
 (413) before they are read whole. Errors are JSON ``{"error": {"message", "type"}}`` without a
 traceback or a file path.
+
+Design: docs/design/serve.md
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ..errors import EdgeRagError
 
 TOKEN_ENV = "EDGE_RAG_TOKEN"
 OPEN_PATHS = ("/health", "/")
-MIN_TOKEN_CHARS = 16
+MIN_TOKEN_CHARS = 16  # the shortest token accepted (serve.md)
 # An absolute path of two parts or more ("/home/pi/index/x"): never shown to a client.
 ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s/'\"]+/)+[^\s/'\"]*")
 
