@@ -128,10 +128,10 @@ def _constants(path: Path) -> list[tuple[str, int, int]]:
     """(name, first line, last line) of the module-level UPPER_CASE constants with a number."""
     out = []
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        target = node.targets[0] if isinstance(node, ast.Assign) else \
-            node.target if isinstance(node, ast.AnnAssign) else None
-        if isinstance(target, ast.Name) and target.id.isupper() and node.value is not None \
-                and _numeric(node.value):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+        if isinstance(target, ast.Name) and target.id.isupper() and _numeric(node.value):
             out.append((target.id, node.lineno, node.end_lineno or node.lineno))
     return out
 
