@@ -10,8 +10,8 @@ documents' ``title`` metadata:
   punctuation ignored, longest match first) is joined to that document's first chunk;
 - title seeds: a title contained in the question seeds its document's first chunk.
 
-Documents without a ``title`` in their metadata (chat logs, plain files) add nothing.
-Design: docs/design/ppr.md
+Documents without a ``title`` in their metadata (text inserted as a string, records without one)
+add nothing; files read from disk get one (``index/titling.py``). Design: docs/design/ppr.md
 """
 
 from __future__ import annotations
