@@ -71,20 +71,21 @@ def dump(out: Path, answers: int, count: int, work: str | None) -> int:
     from edge_rag import EdgeRAG
 
     asked = questions(count)
-    with tempfile.TemporaryDirectory(dir=work) as scratch, \
-            EdgeRAG.open(Path(scratch) / "index", progress=False) as rag:
-        rag.insert(DEMO / "LiHua-World")
-        result: dict[str, Any] = {"tables": tables(Path(scratch) / "index" / "index.sqlite"),
-                                  "graph": rag.graph(), "stats": _counts(rag)}
-        result["retrieval"] = {m: [entry(rag.retrieve(q, method=m)) for q in asked] for m in METHODS}
-        for planner in PLANNERS:
-            rag.settings = rag.settings.replace(planner=planner)
-            rag._planner = None
-            result["retrieval"][f"auto-{planner}"] = [entry(rag.retrieve(q, method="auto")) for q in asked]
+    with tempfile.TemporaryDirectory(dir=work) as scratch:
+        index = Path(scratch) / "index"
+        with EdgeRAG.open(index, progress=False) as rag:
+            rag.insert(DEMO / "LiHua-World")
+            result: dict[str, Any] = {"tables": tables(index / "index.sqlite"), "graph": rag.graph(),
+                                      "stats": _counts(rag)}
+            result["retrieval"] = {m: [entry(rag.retrieve(q, method=m)) for q in asked] for m in METHODS}
+        for planner in PLANNERS:  # each setting on an index opened with it, as a user would
+            with EdgeRAG.open(index, create=False, planner=planner) as rag:
+                planned = [entry(rag.retrieve(q, method="auto")) for q in asked]
+                result["retrieval"][f"auto-{planner}"] = planned
         result["answers"] = {}
         for stage in ("focused", "plain"):
-            rag.settings = rag.settings.replace(answer_stage=stage, planner="names")
-            result["answers"][stage] = [spoken(rag.ask(q, method="vector")) for q in asked[:answers]]
+            with EdgeRAG.open(index, create=False, answer_stage=stage, planner="names") as rag:
+                result["answers"][stage] = [spoken(rag.ask(q, method="vector")) for q in asked[:answers]]
     out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {out}")
     return 0

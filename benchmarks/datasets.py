@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from edge_rag import Document, EdgeRAG, Settings
-from edge_rag.api import INDEX_KEYS
+from edge_rag.engine import INDEX_KEYS
 
 from .common import LIHUA_ZIP, ROOT, SHARED, document_timestamp, lihua_queries, wiki_queries, wiki_records
 

@@ -4,7 +4,7 @@ Design: docs/design/README.md (one note per component), docs/design/api.md
 """
 
 from . import import_order  # noqa: F401  (first: onnxruntime must load before usearch)
-from .api import EdgeRAG, IndexStats
+from .api import EdgeRAG
 from .config import Settings
 from .errors import (
     BadDocument,
@@ -28,6 +28,7 @@ from .index import Document, InsertReport
 from .index.sync import SyncReport
 from .plan import Plan
 from .retrieve import Retrieval, RetrievedChunk
+from .store import IndexStats
 
 __version__ = "0.1.0"
 

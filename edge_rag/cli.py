@@ -270,7 +270,7 @@ def _add_graph(commands: Any) -> None:
     graph.add_argument("--output", type=Path, default=None, metavar="FILE",
                        help="write to FILE instead of standard output")
     graph.add_argument("--png", type=Path, default=None, metavar="FILE",
-                       help="also draw the neighbourhood of --around to a PNG (needs the [bench] extra)")
+                       help="also draw the neighbourhood of --around to a PNG (needs the [graph] extra)")
     _key_option(graph)
     graph.set_defaults(handler=_graph)
 
@@ -365,7 +365,7 @@ def _bundle(args: argparse.Namespace) -> int:
 def _index(args: argparse.Namespace) -> int:
     with _open(args, create=True, extractor=args.extractor) as rag:
         report = rag.insert(*args.paths, progress=not (args.no_progress or args.json))
-    _emit(args, _report_dict(report), _report_text(report))
+    _emit(args, report.to_dict(), _report_text(report))
     return _refusals(report.failed)
 
 
@@ -434,7 +434,7 @@ def _ask(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
     with _open(args) as rag:
-        _ = (rag.slm, rag.embedder)  # load both before the first question
+        rag.warm()  # load the models before the first question
         if interactive:
             print(f"edge-rag chat: {args.index} ({args.method}); Ctrl-D to quit", file=sys.stderr)
         while True:
@@ -600,20 +600,6 @@ def _graph(args: argparse.Namespace) -> int:
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2) if args.json else text)
-
-
-def _report_dict(report: InsertReport) -> dict[str, Any]:
-    return {
-        "added": report.added,
-        "duplicates": [{"source": s, "doc_id": d} for s, d in report.duplicates],
-        "failed": [{"source": s, "error": e} for s, e in report.failed],
-        "warnings": report.warnings,
-        "chunks": report.chunks,
-        "seconds": round(report.seconds, 3),
-        "graph": {"chunks": report.graph.chunks, "extracted": report.graph.extracted,
-                  "cached": report.graph.cached, "failures": report.graph.failures,
-                  "seconds": round(report.graph.seconds, 3)},
-    }
 
 
 def _report_text(report: InsertReport) -> str:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from edge_rag import EdgeRAG, Settings
+from edge_rag.engine import Engine
 from edge_rag.models import Embedder, ModelFolder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,10 +64,26 @@ def lihua_index(tmp_path_factory: pytest.TempPathFactory, lihua_dir: Path, model
 
 
 @pytest.fixture()
-def rag(tmp_path: Path, model_folder) -> EdgeRAG:
-    """A fresh, empty index that is closed after the test."""
-    with EdgeRAG.open(tmp_path / "index", progress=False) as opened:
-        yield opened
+def engine(tmp_path: Path, model_folder) -> Engine:
+    """The parts of a fresh, empty index (store, models, readers), closed after the test."""
+    opened = Engine.open(tmp_path / "index", progress=False)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture()
+def rag(engine: Engine) -> EdgeRAG:
+    """A fresh, empty index (the facade over ``engine``, whose parts a test may read)."""
+    return EdgeRAG(engine)
+
+
+@contextmanager
+def open_both(path: Path, profile: str | Path | None = None, **overrides) -> Iterator[tuple[EdgeRAG, Engine]]:
+    """``EdgeRAG.open`` that also gives the engine under the facade, for a test that reads the
+    store or a model directly; both are closed when the block ends."""
+    engine = Engine.open(path, profile, **overrides)
+    with EdgeRAG(engine) as rag:
+        yield rag, engine
 
 
 @pytest.fixture(scope="session")

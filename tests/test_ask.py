@@ -8,7 +8,7 @@ import pytest
 from edge_rag import EdgeRAG
 from edge_rag.cli import main
 
-from .conftest import DIRECTOR, FILM, SMALL_SLM
+from .conftest import DIRECTOR, FILM, SMALL_SLM, open_both
 
 
 @pytest.fixture()
@@ -175,11 +175,11 @@ def test_each_rule_of_the_focused_stage_switches_off_by_name(lihua_index, slm):
     from edge_rag.answer import RULES
 
     question = "What time does Li Hua check in with Adam about moving in?"
-    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, answer_rules_off=["time"]) as rag:
-        assert rag.answerer.off == {"time"}  # the setting (a profile's list) reaches the stage
-        assert not rag.answerer.prepare(question, rag.retrieve(question)).form.starts  # runs free
-    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, focus_max_new_tokens=8) as rag:
-        stage = rag.answerer
+    with open_both(lihua_index, create=False, slm=SMALL_SLM, answer_rules_off=["time"]) as (rag, engine):
+        assert engine.answerer.off == {"time"}  # the setting (a profile's list) reaches the stage
+        assert not engine.answerer.prepare(question, rag.retrieve(question)).form.starts  # runs free
+    with open_both(lihua_index, create=False, slm=SMALL_SLM, focus_max_new_tokens=8) as (rag, engine):
+        stage = engine.answerer
         retrieval = rag.retrieve(question)
         assert stage.prepare(question, retrieval).form.starts  # a time from the sources
         prepared = stage.prepare(question, retrieval)
@@ -192,15 +192,15 @@ def test_each_rule_of_the_focused_stage_switches_off_by_name(lihua_index, slm):
 @pytest.mark.parametrize("stage", ["plain", "focused"])
 def test_a_stream_capped_for_one_answer_leaves_the_stage_as_it_was(lihua_index, slm, stage):
     # The server caps one request's answer (its max_tokens) without touching the shared stage.
-    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, answer_stage=stage, answer_max_tokens=24,
-                      focus_max_new_tokens=24) as rag:
+    with open_both(lihua_index, create=False, slm=SMALL_SLM, answer_stage=stage, answer_max_tokens=24,
+                      focus_max_new_tokens=24) as (rag, engine):
         question = "Who is Li Hua's landlord?"
-        config = rag.answerer.config
-        stream = rag.answerer.stream(question, rag.retrieve(question), 2)
+        config = engine.answerer.config
+        stream = engine.answerer.stream(question, rag.retrieve(question), 2)
         text = "".join(stream)
-        assert rag.answerer.config is config and config.max_new_tokens == 24
+        assert engine.answerer.config is config and config.max_new_tokens == 24
     if stage == "plain":
-        assert 1 <= rag.slm.count_tokens(text) <= 2
+        assert 1 <= engine.slm.count_tokens(text) <= 2
 
 
 @pytest.mark.parametrize("rules_off", [(), ("hops",)])

@@ -10,7 +10,7 @@ from edge_rag import EdgeRAG, MemoryBudgetExceeded, Settings
 from edge_rag.budget import ARENA_MB_PER_TOKEN, MIB, estimate_memory, slm_mb, walk_mb
 from edge_rag.store.vectors import in_memory_bytes
 
-from .conftest import SMALL_SLM
+from .conftest import SMALL_SLM, open_both
 
 
 def test_the_slm_part_grows_by_kv_cache_and_arena_per_window_token(settings: Settings, slm) -> None:
@@ -22,19 +22,19 @@ def test_the_slm_part_grows_by_kv_cache_and_arena_per_window_token(settings: Set
 
 
 def test_a_session_that_cannot_hold_the_slm_is_refused_before_loading_it(lihua_index: Path, slm) -> None:
-    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, memory_budget_mb=300) as rag:
+    with open_both(lihua_index, create=False, slm=SMALL_SLM, memory_budget_mb=300) as (rag, engine):
         assert not rag.memory_estimate().fits and rag.memory_estimate(with_slm=False).fits
         with pytest.raises(MemoryBudgetExceeded, match=r"slm .*MiB budget.*smaller SLM"):
             rag.ask("Who is Adam?")
-        assert rag._slm is None
+        assert "slm" not in engine.loaded()
 
 
 def test_degrade_halves_the_window_until_the_slm_fits(lihua_index: Path, slm) -> None:
     small = Settings(slm=SMALL_SLM, slm_context_tokens=512)
     budget = int(estimate_memory(small, lihua_index).total_mb) + 1
-    with EdgeRAG.open(lihua_index, create=False, slm=SMALL_SLM, slm_context_tokens=2048,
-                      memory_budget_mb=budget, memory_policy="degrade") as rag:
-        assert rag.slm is not None
+    with open_both(lihua_index, create=False, slm=SMALL_SLM, slm_context_tokens=2048,
+                      memory_budget_mb=budget, memory_policy="degrade") as (rag, engine):
+        assert engine.slm is not None
         assert rag.settings.slm_context_tokens == 512 and rag.settings.context_token_budget <= 256
 
 

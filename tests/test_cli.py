@@ -102,7 +102,7 @@ def test_graph_png_draws_or_names_the_extra_it_needs(tmp_path, capsys, model_fol
     if drawing:
         assert code == 0 and png.read_bytes().startswith(b"\x89PNG")
     else:
-        assert code == 1 and "pip install 'edge-rag[bench]'" in capsys.readouterr().err
+        assert code == 1 and "pip install 'edge-rag[graph]'" in capsys.readouterr().err
 
 
 def test_ask_chat_and_retrieve_default_to_the_planner():

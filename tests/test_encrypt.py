@@ -16,6 +16,8 @@ from edge_rag.cli import build_parser, main
 from edge_rag.errors import IndexLocked, WrongKey
 from edge_rag.store.codec import search_form
 
+from .conftest import open_both
+
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "correct horse battery staple"
 SECRET = "Zorblax Quintavian: the marmalade zeppelin hums ultraviolet at noon."
@@ -50,9 +52,9 @@ def files_holding(directory: Path, needles: list[bytes]) -> dict[str, list[bytes
 def secret_index(tmp_path_factory: pytest.TempPathFactory, lihua_dir: Path, model_folder) -> Path:
     """``lihua_dir`` indexed encrypted, with HNSW files where a plain index would keep them."""
     path = tmp_path_factory.mktemp("encrypted") / "index"
-    with EdgeRAG.open(path, key=KEY, progress=False, vector_file_min=0) as rag:
+    with open_both(path, key=KEY, progress=False, vector_file_min=0) as (rag, engine):
         assert rag.insert(lihua_dir).ok
-        assert rag.store.encrypted
+        assert engine.store.encrypted
     return path
 
 
@@ -66,11 +68,11 @@ def test_an_encrypted_index_holds_no_plaintext(secret_index: Path, lihua_dir: Pa
 
 
 def test_while_open_the_write_ahead_log_is_encrypted_too(secret_index: Path, lihua_dir: Path) -> None:
-    with EdgeRAG.open(secret_index, key=KEY, progress=False) as rag:
+    with open_both(secret_index, key=KEY, progress=False) as (rag, engine):
         rag.insert_text(SECRET, "secret.txt")
         assert (secret_index / "index.sqlite-wal").stat().st_size > 0
         assert files_holding(secret_index, [b"marmalade zeppelin", b"Zorblax"]) == {}
-        pragmas = {name: rag.store.conn.execute(f"PRAGMA {name}").fetchone()[0]
+        pragmas = {name: engine.store.conn.execute(f"PRAGMA {name}").fetchone()[0]
                    for name in ("temp_store", "secure_delete")}
         assert pragmas == {"temp_store": 2, "secure_delete": 1}  # temp files in memory only
         rag.delete(rag.documents()[-1].id)
@@ -169,20 +171,20 @@ def test_conversions_refuse_what_they_cannot_do(tmp_path: Path, model_folder, ca
 def test_a_deleted_document_leaves_no_trace_in_any_file(tmp_path: Path, lihua_dir: Path, model_folder,
                                                         key: str | None) -> None:
     index = tmp_path / "index"
-    with EdgeRAG.open(index, key=key, progress=False, vector_file_min=0) as rag:
+    with open_both(index, key=key, progress=False, vector_file_min=0) as (rag, engine):
         rag.insert(*sorted(lihua_dir.glob("*.txt"))[:4])
         doc = rag.insert_text(SECRET + "\nLiHua: Quintavian, see you there!", "secret.txt").added[0]
-        ids = [c.id for c in rag.store.document_chunks(doc)]
-        codes = {int(k): row for keys, rows in rag.store.iter_codes("chunk") for k, row in zip(keys, rows)}
+        ids = [c.id for c in engine.store.document_chunks(doc)]
+        codes = {int(k): row for keys, rows in engine.store.iter_codes("chunk") for k, row in zip(keys, rows)}
         vectors = [search_form(codes[i][None], "i8")[0].tobytes() for i in ids]
         if key is None:  # a plain index keeps the text in SQLite, the vector in its HNSW file
             assert files_holding(index, [b"marmalade zeppelin"])
             assert files_holding(index, vectors[:1]) == {"chunks.usearch": vectors[:1]}
         assert rag.delete(doc) == 1
-        assert rag.store.conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
+        assert engine.store.conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
     needles = [b"marmalade zeppelin", b"Zorblax", b"ultraviolet", *vectors]
     assert files_holding(index, needles) == {}
-    with EdgeRAG.open(index, key=key, create=False) as rag:
+    with open_both(index, key=key, create=False) as (rag, engine):
         assert all(c.doc_id != doc for c in rag.retrieve("marmalade zeppelin").chunks)
         assert np.isfinite([c.score for c in rag.retrieve("zeppelin").chunks]).all()
 

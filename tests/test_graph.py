@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies
 
 from edge_rag import EdgeRAG, NoSuchEntity, Settings
+from edge_rag.engine import Engine
 from edge_rag.index import summary
 from edge_rag.index.aggregate import (
     AggregationParams,
@@ -28,7 +29,7 @@ from edge_rag.store import IndexStore, VectorIndex
 from edge_rag.store.codec import decode
 from edge_rag.store.graph_tables import MentionRow
 from edge_rag.store.schema import SCHEMA_VERSION
-from tests.conftest import DEMO_CHATS, SMALL_SLM
+from tests.conftest import DEMO_CHATS, SMALL_SLM, open_both
 
 # Crafted chats in which the same people are written in several ways.
 CRAFTED = {
@@ -95,9 +96,9 @@ def test_a_refresh_rewrites_only_what_the_new_mentions_reach(tmp_path: Path, mod
     relations between nodes whose keys the new document does not mention (here the first
     document's dates share a component with the new one's, so the refresh reaches them)."""
     structural = "SELECT id, source_id, target_id, weight FROM relations WHERE kind = 'structural'"
-    with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
+    with open_both(tmp_path / "index", progress=False) as (rag, engine):
         rag.insert_text(CRAFTED["a.txt"] + CRAFTED["b.txt"], source="first")
-        conn = rag.store.conn
+        conn = engine.store.conn
         nodes, relations = set(conn.execute("SELECT id, name FROM entities")), set(conn.execute(structural))
         node_of_key = dict(conn.execute("SELECT key, entity_id FROM entity_keys"))
         rag.insert_text("Time: 20260110_09:00\nMaria Lopez: The bakery on Elm Street opens at noon.\n"
@@ -226,12 +227,12 @@ def test_candidate_sets_stay_those_a_fresh_search_gives(tmp_path: Path) -> None:
 
 def test_kept_candidate_sets_outlive_the_process_only_while_the_index_is_unchanged(
         tmp_path: Path, model_folder) -> None:
-    with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
+    with open_both(tmp_path / "index", progress=False) as (rag, engine):
         for path in _write(tmp_path / "docs", list(CRAFTED)):
             assert rag.insert(path).ok
         saved = tmp_path / "index" / "candidates.npz"
         assert saved.is_file()
-        builder = rag._graph_builder(extract=False)  # a new writer, as the next process has
+        builder = engine.graph_builder(extract=False)  # a new writer, as the next process has
         kept = builder.candidates._near
         assert kept and builder.candidates.stamp(builder._generation())["count"] == len(kept)
         fresh = Candidates(builder.entity_vectors, builder.candidates.tau, builder.candidates.per_key)
@@ -337,8 +338,8 @@ def test_insert_then_delete_gives_the_graph_of_what_remains(tmp_path_factory, mo
         assert bool(expected["nodes"]) == bool(first), "A alone must give a graph"
 
 
-def _stored_summaries(rag: EdgeRAG) -> dict[str, RunningSummary | None]:
-    rows = rag.store.conn.execute("SELECT key, description FROM entity_keys WHERE description != ''")
+def _stored_summaries(engine: Engine) -> dict[str, RunningSummary | None]:
+    rows = engine.store.conn.execute("SELECT key, description FROM entity_keys WHERE description != ''")
     return {key: RunningSummary.loads(text) for key, text in rows}
 
 
@@ -350,18 +351,18 @@ def test_busy_names_running_summaries_are_those_all_their_mentions_give(tmp_path
     monkeypatch.setattr(summary, "BUSY", 3)
     graphs = []
     for order in (list(LIHUA), list(reversed(LIHUA))):
-        with EdgeRAG.open(tmp_path / order[0], progress=False) as rag:
+        with open_both(tmp_path / order[0], progress=False) as (rag, engine):
             for name in order:
                 rag.insert_text(LIHUA[name], source=name)
-                stored = _stored_summaries(rag)
-                everything = rag.store.graph.mentions(stored)
+                stored = _stored_summaries(engine)
+                everything = engine.store.graph.mentions(stored)
                 assert stored == {k: RunningSummary.of(everything[k]) for k in stored}
             assert len(stored) >= 3
             graphs.append(rag.graph())
             for doc in [d for d in rag.documents() if d.source in order[:3]]:
                 rag.delete(doc.id)
-            stored = _stored_summaries(rag)
-            everything = rag.store.graph.mentions(stored)
+            stored = _stored_summaries(engine)
+            everything = engine.store.graph.mentions(stored)
             assert stored == {k: RunningSummary.of(everything[k]) for k in stored}
     assert graphs[0] == graphs[1]
 

@@ -50,7 +50,7 @@ def test_insert_text_keeps_source_and_metadata(rag):
     assert chunk.source == "notes/ada" and "Lovelace" in chunk.text
 
 
-def test_small_documents_embedded_ahead_get_the_vectors_they_get_alone(rag):
+def test_small_documents_embedded_ahead_get_the_vectors_they_get_alone(rag, engine):
     # Small documents are chunked and embedded on the workers a few ahead of the write; each
     # must be stored with the vectors embedding it on its own gives.
     from edge_rag.index.chunking import Chunker
@@ -60,12 +60,13 @@ def test_small_documents_embedded_ahead_get_the_vectors_they_get_alone(rag):
     texts.append(" ".join(f"Line {n} of the harbour log." for n in range(1200)))  # > 64 chunks: streamed
     texts.append(texts[0])  # a duplicate, reported as one
     rag.insert(*(Document.from_text(t, source=f"notes/{n}") for n, t in enumerate(texts)))
-    stored = dict(rag.store.conn.execute("SELECT text, vector FROM chunks"))
-    chunker = Chunker(rag.embedder.tokenizer, rag.settings.chunk_tokens, rag.settings.chunk_overlap)
+    stored = dict(engine.store.conn.execute("SELECT text, vector FROM chunks"))
+    chunker = Chunker(engine.embedder.tokenizer, rag.settings.chunk_tokens, rag.settings.chunk_overlap)
     for text in texts[:-1]:
         chunks = [c.text for c in chunker.chunks(iter([text]))]
         groups = [chunks[n : n + EMBED_GROUP] for n in range(0, len(chunks), EMBED_GROUP)]
-        assert [stored[c] for c in chunks] == [b for g in groups for b in encode_rows(rag.embedder.embed(g))]
+        embedded = [b for g in groups for b in encode_rows(engine.embedder.embed(g))]
+        assert [stored[c] for c in chunks] == embedded
     assert rag.stats().documents == 10
 
 
@@ -109,17 +110,17 @@ def test_empty_index_retrieves_nothing(rag):
     assert rag.retrieve("anything").chunks == []
 
 
-def test_other_embedder_is_refused(rag):
+def test_other_embedder_is_refused(rag, engine):
     rag.insert_text("Some text.", source="x")
-    with rag.store.write():
-        rag.store.conn.execute("UPDATE manifest SET value = 'other-model' WHERE key = 'embedder_name'")
+    with engine.store.write():
+        engine.store.conn.execute("UPDATE manifest SET value = 'other-model' WHERE key = 'embedder_name'")
     with pytest.raises(EmbedderMismatch, match="other-model"):
         EdgeRAG.open(rag.directory)
 
 
-def test_unknown_schema_version_is_refused(rag):
-    with rag.store.write():
-        rag.store.conn.execute("UPDATE manifest SET value = '999' WHERE key = 'schema_version'")
+def test_unknown_schema_version_is_refused(rag, engine):
+    with engine.store.write():
+        engine.store.conn.execute("UPDATE manifest SET value = '999' WHERE key = 'schema_version'")
     with pytest.raises(SchemaMismatch, match="999"):
         EdgeRAG.open(rag.directory)
 

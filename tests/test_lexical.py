@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_rag import EdgeRAG
+from edge_rag.engine import Engine
 from edge_rag.lexicon import index_terms, stem
 from edge_rag.retrieve.lexical import ChunkTerms, TermCounts
 
@@ -62,10 +63,10 @@ def test_counts_resumed_from_an_earlier_index_equal_counting_every_text_again() 
     _same_index(twice, _counted(TEXTS + more[1:] + more[:1]))
 
 
-def test_the_walk_graph_indexes_every_chunk_and_ppr_finds_a_rare_word(rag: EdgeRAG) -> None:
+def test_the_walk_graph_indexes_every_chunk_and_ppr_finds_a_rare_word(rag: EdgeRAG, engine: Engine) -> None:
     for i, text in enumerate(TEXTS):
         rag.insert_text(text, source=f"chat{i}")
-    walk = rag.walk_graph()
+    walk = engine.walk.get()
     assert walk.lexical is not None and walk.lexical.size == len(walk.chunk_ids)
     found = rag.retrieve("Who went to the music festival?", "ppr", top_k=1)
     assert [c.source for c in found.chunks] == ["chat0"]

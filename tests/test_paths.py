@@ -19,7 +19,7 @@ from edge_rag import EdgeRAG, IndexLocked, ModelNotFound
 from edge_rag.cli import main
 from edge_rag.models import ModelFolder
 
-from .conftest import SMALL_SLM
+from .conftest import SMALL_SLM, open_both
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTES = {
@@ -115,9 +115,9 @@ def test_ctrl_c_during_index_exits_130_and_keeps_the_index(tmp_path, model_folde
     assert writer.returncode == 130, err
     assert "interrupted; every committed document is kept" in err and "Traceback" not in err
     assert _committed(index) == 2
-    with EdgeRAG.open(index, create=False) as rag:
+    with open_both(index, create=False) as (rag, engine):
         assert not any(d.source.endswith("c-bees.txt") for d in rag.documents())
-        assert len(rag._vectors()) == rag.stats().chunks == 2
+        assert len(engine.vectors()) == rag.stats().chunks == 2
         report = rag.insert(notes)
         assert report.ok and len(report.duplicates) == 2 and len(report.added) == 1
 
@@ -126,11 +126,11 @@ def test_i8_and_f32_vector_files(tmp_path, model_folder):
     sizes = {}
     for dtype in ("i8", "f32"):
         index = tmp_path / dtype
-        with EdgeRAG.open(index, progress=False, vector_dtype=dtype, vector_file_min=0) as rag:
+        with open_both(index, progress=False, vector_dtype=dtype, vector_file_min=0) as (rag, engine):
             assert rag.insert(_notes(tmp_path / "notes")).ok
-        with EdgeRAG.open(index, create=False, vector_dtype="f16", vector_file_min=0) as rag:
+        with open_both(index, create=False, vector_dtype="f16", vector_file_min=0) as (rag, engine):
             assert rag.settings.vector_dtype == dtype  # an index keeps its creation dtype
-            assert not rag._vectors().rebuilt
+            assert not engine.vectors().rebuilt
             for name, text in NOTES.items():
                 top = rag.retrieve(text, top_k=1).chunks[0]
                 assert top.source.endswith(name) and top.score > 0.95, (dtype, top)
@@ -210,13 +210,13 @@ def test_missing_or_incomplete_model_is_model_not_found(tmp_path, capsys, lihua_
 
 
 def test_slm_keyword_extractor_feeds_dual_and_topology(lihua_index, slm):
-    with EdgeRAG.open(lihua_index, create=False, keyword_extractor="slm", slm=SMALL_SLM) as rag:
-        assert rag._slm is None
+    with open_both(lihua_index, create=False, keyword_extractor="slm", slm=SMALL_SLM) as (rag, engine):
+        assert "slm" not in engine.loaded()
         for method in ("dual", "topology"):
             result = rag.retrieve("When does Li Hua check in with Adam about moving in?",
                                   method=method, top_k=3)
             assert result.chunks and "keywords" in result.timings_ms, method
-        assert rag._slm is not None, "the keywords were not written by the SLM"
-    with EdgeRAG.open(lihua_index, create=False) as rules:
+        assert "slm" in engine.loaded(), "the keywords were not written by the SLM"
+    with open_both(lihua_index, create=False) as (rules, engine):
         rules.retrieve("When does Li Hua check in with Adam?", method="dual", top_k=3)
-        assert rules._slm is None
+        assert "slm" not in engine.loaded()

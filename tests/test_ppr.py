@@ -8,11 +8,14 @@ import numpy as np
 import pytest
 
 from edge_rag import EdgeRAG
+from edge_rag.engine import Engine
 from edge_rag.questions import names_a_title
 from edge_rag.retrieve import GraphReader, make_retriever
 from edge_rag.retrieve.base import IndexView
 from edge_rag.retrieve.ppr import PPRRetriever, WalkGraph, longest_matches, restart
 from edge_rag.store.walk import GraphArrays
+
+from .conftest import open_both
 
 # Entities 1..4; chunks 10, 11 (document 0), 12 (document 1).
 ARRAYS = GraphArrays(
@@ -83,25 +86,25 @@ def test_an_empty_graph_walks_to_nothing() -> None:
     assert walk.size == 0 and walk.pagerank(np.zeros(0, dtype=np.float32)).size == 0
 
 
-def test_seeds_weigh_specific_entities_more(rag: EdgeRAG) -> None:
+def test_seeds_weigh_specific_entities_more(rag: EdgeRAG, engine: Engine) -> None:
     for text in ("AnaLee: I bake bread with BoKim.", "AnaLee: I run at dawn.", "AnaLee: I paint boats."):
         rag.insert_text(text, source=text)
-    retriever = make_retriever("ppr", _view(rag), rag.walk_graph)
-    named = rag.store.graph.entity_of_keys(["analee", "bokim"])
-    seeds = retriever.seed_entities(rag.walk_graph(), list(named.values()), np.zeros((0, 384)))
+    retriever = make_retriever("ppr", _view(engine), engine.walk.get)
+    named = engine.store.graph.entity_of_keys(["analee", "bokim"])
+    seeds = retriever.seed_entities(engine.walk.get(), list(named.values()), np.zeros((0, 384)))
     assert seeds[named["bokim"]] == pytest.approx(3 ** 0.5 * seeds[named["analee"]])  # 3 chunks vs 1
 
 
-def test_a_seed_is_no_rarer_than_its_word_in_the_text(rag: EdgeRAG) -> None:
+def test_a_seed_is_no_rarer_than_its_word_in_the_text(rag: EdgeRAG, engine: Engine) -> None:
     for text in ("AnaLee: I bake bread with BoKim.", "AnaLee: I run at dawn.", "AnaLee: I paint boats."):
         rag.insert_text(text, source=text)
-    retriever = make_retriever("ppr", _view(rag), rag.walk_graph)
-    bokim = rag.store.graph.entity_of_keys(["bokim"])["bokim"]
+    retriever = make_retriever("ppr", _view(engine), engine.walk.get)
+    bokim = engine.store.graph.entity_of_keys(["bokim"])["bokim"]
     # As a name the question spells out BoKim's one chunk counts; as an n-gram seed, a word in
     # three chunks weighs as an entity in three does.
-    seeds = retriever.seed_entities(rag.walk_graph(), [bokim], np.zeros((0, 384)), {bokim: 3})
+    seeds = retriever.seed_entities(engine.walk.get(), [bokim], np.zeros((0, 384)), {bokim: 3})
     assert seeds[bokim] == pytest.approx(1 / 3 ** 0.5)
-    words = rag.walk_graph().lexical
+    words = engine.walk.get().lexical
     assert words is not None and words.spread("AnaLee") == 3 and words.spread("bread") == 1
     assert words.spread("bread zeppelin") == 0 and words.spread("the") == 0
 
@@ -112,12 +115,12 @@ def test_a_name_inside_a_longer_matched_name_seeds_nothing() -> None:
 
 
 def test_the_walk_matrix_is_cached_until_the_index_changes(tmp_path, model_folder) -> None:
-    with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
+    with open_both(tmp_path / "index", progress=False) as (rag, engine):
         rag.insert_text("Time: 20260101_10:00\nLiHua: I met MarcoPolo at the harbour.", source="one")
-        first = rag.walk_graph()
-        assert rag.walk_graph() is first
+        first = engine.walk.get()
+        assert engine.walk.get() is first
         rag.insert_text("Time: 20260102_10:00\nLiHua: ZoeQuinn brought the cake.", source="two")
-        second = rag.walk_graph()
+        second = engine.walk.get()
         assert second is not first and len(second.chunk_ids) == len(first.chunk_ids) + 1
 
 
@@ -144,15 +147,16 @@ def test_ppr_without_a_graph_falls_back_to_the_nearest_chunks(tmp_path, model_fo
     assert [c.source for c in found.chunks] == ["keys"]
 
 
-def _view(rag: EdgeRAG) -> IndexView:
-    return IndexView(rag.settings, rag.store, rag.embedder, rag._vectors(), lambda: rag._vectors("entity"),
-                     lambda: rag._vectors("relation"), None, rag.name_matcher)
+def _view(engine: Engine) -> IndexView:
+    return IndexView(engine.settings, engine.store, engine.embedder, engine.vectors(),
+                     lambda: engine.vectors("entity"), lambda: engine.vectors("relation"), None,
+                     engine.names.get)
 
 
-def test_the_retriever_builds_its_own_matrix_without_a_cache(rag: EdgeRAG) -> None:
+def test_the_retriever_builds_its_own_matrix_without_a_cache(rag: EdgeRAG, engine: Engine) -> None:
     rag.insert_text("AnaLee: I bake bread with BoKim.", source="one")
     rag.insert_text("AnaLee: I paint boats.", source="two")
-    view = _view(rag)
+    view = _view(engine)
     assert view.entity_vectors is not None and view.relation_vectors is not None
     reader = GraphReader(view, view.entity_vectors, view.relation_vectors)
     found = PPRRetriever(reader).retrieve("What does BoKim bake?", top_k=1)
@@ -220,21 +224,21 @@ def test_titles_match_whole_words_longest_first_and_skip_filler() -> None:
     assert index.find("a pearl lust for the PEARL", capitalised=True) == [2]  # names are capitalised
 
 
-def test_titled_passages_link_to_the_passages_they_name(rag: EdgeRAG) -> None:
+def test_titled_passages_link_to_the_passages_they_name(rag: EdgeRAG, engine: Engine) -> None:
     passages = {"Pearl Lust": "Pearl Lust\nPearl Lust is a 1936 film directed by Vera Smith.",
                 "Vera Smith": "Vera Smith\nVera Smith was a director; her father was Tom Smith.",
                 "Harbour": "Harbour\nA harbour is where ships dock."}
     for title, text in passages.items():
         rag.insert_text(text, source=title, metadata={"title": title})
-    walk = rag.walk_graph()
+    walk = engine.walk.get()
     assert walk.titles is not None and len(walk.titles) == 3
-    first = {c.source: c.id for c in rag.store.chunks([int(i) for i in walk.chunk_ids]).values()}
+    first = {c.source: c.id for c in engine.store.chunks([int(i) for i in walk.chunk_ids]).values()}
     film, director = walk.chunk_nodes(np.array([first["Pearl Lust"], first["Vera Smith"]]))
     assert director in walk.indices[walk.indptr[film]:walk.indptr[film + 1]]
     question = "Who is the father of the director of film Pearl Lust?"
     found = rag.retrieve(question, "ppr", top_k=2)
     assert {c.source for c in found.chunks} == {"Pearl Lust", "Vera Smith"}
-    titles = lambda: rag.walk_graph().titles
+    titles = lambda: engine.walk.get().titles
     assert names_a_title(question, titles) and not names_a_title("Who docks?", titles)
     with EdgeRAG.open(rag.directory, create=False, planner="margin", planner_margin=0.0) as margin:
         assert margin.retrieve(question, "auto").plan.label == "F"  # a named title always walks
@@ -264,10 +268,10 @@ def test_a_comparison_of_named_documents_goes_to_the_named_documents_without_a_w
 def test_untitled_documents_add_no_title_links(tmp_path, model_folder) -> None:
     # Files get a title from the reader (issue 42: LiHua's chats their "Time: ..." line); documents
     # inserted as strings without a title in their metadata have none and add nothing.
-    with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
+    with open_both(tmp_path / "index", progress=False) as (rag, engine):
         rag.insert_text("LiHua: Adam, the plumber comes at 5 PM.", source="chat-1")
         rag.insert_text("AdamSmith: Thanks Li Hua, I will be home by then.", source="chat-2")
-        assert rag.walk_graph().titles is None
+        assert engine.walk.get().titles is None
 
 
 def test_full_dates_become_the_graphs_date_names() -> None:
@@ -279,14 +283,14 @@ def test_full_dates_become_the_graphs_date_names() -> None:
     assert "2026-04-05" in query_terms("What song does Li Hua suggest on 20260405?")[0]
 
 
-def test_packed_graph_reads_equal_row_reads_across_gaps(rag: EdgeRAG) -> None:
+def test_packed_graph_reads_equal_row_reads_across_gaps(rag: EdgeRAG, engine: Engine) -> None:
     """The walk's arrays are read a span of ids at a time as joined text: with spans of 3 ids and
     a deleted document's gap, every column equals a plain row-by-row read, in the same order."""
     for n, text in enumerate(["AnaLee met BoKim at HarborCafe.", "CyDo paints boats with AnaLee.",
                               "EvaRo and BoKim bake bread at MapleHall.", "FinUr sails with CyDo."]):
         rag.insert_text(f"Time: 2026010{n + 1}_10:00\n{text}", source=f"s{n}")
-    rag.delete(rag.store.documents()[1].id)
-    tables, conn = rag.store.walk, rag.store.conn
+    rag.delete(engine.store.documents()[1].id)
+    tables, conn = engine.store.walk, engine.store.conn
     links = tables._packed("chunk_entities", "entity_id", ("chunk_id", "entity_id"), (np.int64,) * 2, span=3)
     columns = ("source_id", "coalesce(weight, score)", "kind = 'similar'")
     relations = tables._packed("relations", "id", columns, (np.int64, np.float32, bool), span=3)

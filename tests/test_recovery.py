@@ -11,6 +11,9 @@ import time
 import pytest
 
 from edge_rag import EdgeRAG
+from edge_rag.engine import Engine
+
+from .conftest import open_both
 
 # The writer inserts three LiHua documents, then a held document whose text stops arriving once
 # its transaction has written chunks (its first 1,024 lines make 124 chunks, so the first group of
@@ -56,12 +59,12 @@ def _committed(index, table: str = "documents") -> int:
         return 0
 
 
-def _assert_consistent(rag: EdgeRAG) -> None:
+def _assert_consistent(rag: EdgeRAG, engine: Engine) -> None:
     for doc in rag.documents():
-        chunks = rag.store.document_chunks(doc.id)
+        chunks = rag.chunks(doc.id)
         assert len(chunks) == doc.n_chunks > 0, doc
         assert [c.ord for c in chunks] == list(range(doc.n_chunks))
-    vectors = rag._vectors()
+    vectors = engine.vectors()
     assert len(vectors) == rag.stats().chunks
 
 
@@ -87,13 +90,13 @@ def test_sigkill_mid_index_keeps_every_committed_document(tmp_path, lihua_dir, m
     index = tmp_path / "index"
     _kill_when_paused(tmp_path, WRITER, index, lihua_dir)
     assert _committed(index) == 3  # the held document's transaction had written chunks
-    with EdgeRAG.open(index, progress=False) as rag:
+    with open_both(index, progress=False) as (rag, engine):
         assert "held" not in {d.source for d in rag.documents()}
-        _assert_consistent(rag)
+        _assert_consistent(rag, engine)
         assert rag.retrieve("Li Hua moving in", top_k=3).chunks
         report = rag.insert(lihua_dir)
         assert len(report.duplicates) == 3 and report.ok
-        _assert_consistent(rag)
+        _assert_consistent(rag, engine)
         assert len(rag.documents()) == len(list(lihua_dir.iterdir()))
 
 
@@ -132,33 +135,33 @@ def _damage(index, how: str) -> None:
 @pytest.mark.parametrize("how", ["missing", "truncated", "garbage", "stale"])
 def test_damaged_vector_file_is_rebuilt_from_sqlite(tmp_path, how, model_folder):
     index = tmp_path / "index"
-    with EdgeRAG.open(index, progress=False, vector_file_min=0) as rag:  # always an HNSW file
+    with open_both(index, progress=False, vector_file_min=0) as (rag, engine):  # always an HNSW file
         rag.insert_text("Otters hold hands while they sleep.", source="otters")
         rag.insert_text("Glaciers carve valleys over millennia.", source="glaciers")
     _damage(index, how)
-    with EdgeRAG.open(index, create=False, vector_file_min=0) as rag:
-        vectors = rag._vectors()
+    with open_both(index, create=False, vector_file_min=0) as (rag, engine):
+        vectors = engine.vectors()
         assert vectors.rebuilt
         assert rag.retrieve("sleeping otters", top_k=1).chunks[0].source == "otters"
-    with EdgeRAG.open(index, create=False, vector_file_min=0) as rag:
-        assert not rag._vectors().rebuilt, "the rebuilt file should have been saved"
+    with open_both(index, create=False, vector_file_min=0) as (rag, engine):
+        assert not engine.vectors().rebuilt, "the rebuilt file should have been saved"
 
 
 def test_vector_files_come_and_go_with_vector_file_min(tmp_path, model_folder):
     index = tmp_path / "index"
-    with EdgeRAG.open(index, progress=False, vector_file_min=0) as rag:
+    with open_both(index, progress=False, vector_file_min=0) as (rag, engine):
         rag.insert_text("Otters hold hands while they sleep.", source="otters")
     assert (index / "chunks.usearch").is_file()
-    with EdgeRAG.open(index, create=False, vector_file_min=3) as rag:  # a leftover file goes
-        assert rag._vectors().exact is not None and rag._vectors().rebuilt
+    with open_both(index, create=False, vector_file_min=3) as (rag, engine):  # a leftover file goes
+        assert engine.vectors().exact is not None and engine.vectors().rebuilt
         assert rag.retrieve("sleeping otters", top_k=1).chunks[0].source == "otters"
         assert not (index / "chunks.usearch").exists()
         rag.insert_text("Glaciers carve valleys over millennia.", source="glaciers")
         assert not (index / "chunks.usearch").exists()
         rag.insert_text("Bees point the way with a dance.", source="bees")  # the third vector
         assert (index / "chunks.usearch").is_file()
-    with EdgeRAG.open(index, create=False, vector_file_min=3) as rag:
-        vectors = rag._vectors()
+    with open_both(index, create=False, vector_file_min=3) as (rag, engine):
+        vectors = engine.vectors()
         assert vectors.has_file and not vectors.rebuilt and len(vectors) == 3
         assert rag.retrieve("glacier valleys", top_k=1).chunks[0].source == "glaciers"
 
@@ -169,6 +172,7 @@ GRAPH_WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from edge_rag import EdgeRAG
+    from edge_rag.engine import Engine
 
     index, folder, marker = sys.argv[1:4]
     state = {"commits": 0, "graph_write": False}
@@ -184,8 +188,9 @@ GRAPH_WRITER = textwrap.dedent("""
             state["commits"] += state["graph_write"] and statement.startswith("COMMIT")
             state["graph_write"] = False
 
-    with EdgeRAG.open(index, progress=False, graph_batch_chunks=4) as rag:
-        rag.store.conn.set_trace_callback(trace)
+    engine = Engine.open(index, progress=False, graph_batch_chunks=4)
+    with EdgeRAG(engine) as rag:
+        engine.store.conn.set_trace_callback(trace)
         rag.insert(folder)
 """)
 

@@ -7,12 +7,15 @@ import numpy as np
 import pytest
 
 from edge_rag import EdgeRAG, UnknownMethod
+from edge_rag.engine import Engine
 from edge_rag.retrieve import GraphReader
 from edge_rag.retrieve.base import IndexView
 from edge_rag.retrieve.dual import top_up
 from edge_rag.retrieve.keywords import NameMatcher, rule_keywords
 from edge_rag.retrieve.local import select_relations
 from edge_rag.retrieve.topology import score_relations
+
+from .conftest import open_both
 
 # Entities: 1 A person, 2 B person, 3 C time, 4 D location, 5 A2 person, 6 E concept, 7 F person.
 ENTITIES = [(1, "A", "person"), (2, "B", "person"), (3, "C", "time"), (4, "D", "location"),
@@ -24,15 +27,15 @@ RELATIONS = [(1, "structural", 1, 2, 0.8, None), (2, "structural", 1, 3, 0.5, No
 
 
 @pytest.fixture()
-def graph(rag: EdgeRAG) -> GraphReader:
+def graph(rag: EdgeRAG, engine: Engine) -> GraphReader:
     """The hand-built graph in a real index's SQLite file."""
-    with rag.store.write():
-        rag.store.conn.executemany("INSERT INTO entities(id, name, type) VALUES (?, ?, ?)", ENTITIES)
-        rag.store.conn.executemany(
+    with engine.store.write():
+        engine.store.conn.executemany("INSERT INTO entities(id, name, type) VALUES (?, ?, ?)", ENTITIES)
+        engine.store.conn.executemany(
             "INSERT INTO relations(id, kind, source_id, target_id, weight, score) VALUES (?, ?, ?, ?, ?, ?)",
             RELATIONS)
-    view = IndexView(rag.settings, rag.store, rag.embedder, rag._vectors())
-    return GraphReader(view, lambda: rag._vectors("entity"), lambda: rag._vectors("relation"))
+    view = IndexView(rag.settings, engine.store, engine.embedder, engine.vectors())
+    return GraphReader(view, lambda: engine.vectors("entity"), lambda: engine.vectors("relation"))
 
 
 def _scores(graph: GraphReader, use_weights: bool = True) -> dict[int, float]:
@@ -107,32 +110,32 @@ def test_rule_keywords_find_graph_names_in_other_spellings() -> None:
 
 
 def test_the_open_index_reloads_entity_names_after_an_insert(tmp_path, model_folder) -> None:
-    with EdgeRAG.open(tmp_path / "index", progress=False) as rag:
+    with open_both(tmp_path / "index", progress=False) as (rag, engine):
         rag.insert_text("Time: 20260101_10:00\nLiHua: I met MarcoPolo at the harbour.", source="one")
-        first = rag.name_matcher()
-        assert rag.name_matcher() is first and "MarcoPolo" in first.names
+        first = engine.names.get()
+        assert engine.names.get() is first and "MarcoPolo" in first.names
         rag.insert_text("Time: 20260102_10:00\nLiHua: ZoeQuinn brought the cake.", source="two")
-        assert "ZoeQuinn" in rag.name_matcher().names
+        assert "ZoeQuinn" in engine.names.get().names
 
 
 
 def test_chunk_support_is_shared_among_a_busy_items_chunks(tmp_path, model_folder) -> None:
-    with EdgeRAG.open(tmp_path / "index", extractor="none", progress=False,
-                      graph_support_weight=1.0, graph_support_spread=0.5) as rag:
+    with open_both(tmp_path / "index", extractor="none", progress=False,
+                      graph_support_weight=1.0, graph_support_spread=0.5) as (rag, engine):
         for text in ("Ana bakes bread.", "Ana runs at dawn.", "Ana paints boats.", "Ana sings."):
             rag.insert_text(text, source=text)
-        c1, c2, c3, c4 = [row[0] for row in rag.store.conn.execute("SELECT id FROM chunks ORDER BY id")]
-        with rag.store.write():
-            rag.store.conn.execute("INSERT INTO entities(id, name, type) VALUES (1, 'Ana', 'person'), "
+        c1, c2, c3, c4 = [row[0] for row in engine.store.conn.execute("SELECT id FROM chunks ORDER BY id")]
+        with engine.store.write():
+            engine.store.conn.execute("INSERT INTO entities(id, name, type) VALUES (1, 'Ana', 'person'), "
                                    "(2, 'bread', 'concept')")
-            rag.store.conn.execute("INSERT INTO relations(id, kind, source_id, target_id, weight) "
+            engine.store.conn.execute("INSERT INTO relations(id, kind, source_id, target_id, weight) "
                                    "VALUES (1, 'structural', 1, 2, 0.5)")
-            rag.store.conn.executemany("INSERT INTO chunk_entities VALUES (?, 1)",
+            engine.store.conn.executemany("INSERT INTO chunk_entities VALUES (?, 1)",
                                        [(c,) for c in (c1, c2, c3, c4)])
-            rag.store.conn.execute("INSERT INTO relation_chunks VALUES (1, ?)", (c1,))
-        view = IndexView(rag.settings, rag.store, rag.embedder, rag._vectors())
-        reader = GraphReader(view, lambda: rag._vectors("entity"), lambda: rag._vectors("relation"))
-        query = rag.embedder.embed_one("What does Ana do?")
+            engine.store.conn.execute("INSERT INTO relation_chunks VALUES (1, ?)", (c1,))
+        view = IndexView(rag.settings, engine.store, engine.embedder, engine.vectors())
+        reader = GraphReader(view, lambda: engine.vectors("entity"), lambda: engine.vectors("relation"))
+        query = engine.embedder.embed_one("What does Ana do?")
         found = {c.chunk_id: c.score for c in reader.chunks(query, {1: 1.0}, {1: 2.0}, [], top_k=4)}
         cosine = reader._similarity("chunk", query, [c1, c2, c3, c4])
     # Ana links 4 chunks: 1/√4 = 0.5 each; the relation links c1 alone: 2/√1. Support c1 2.5, others

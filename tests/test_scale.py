@@ -8,11 +8,14 @@ import numpy as np
 import pytest
 
 from edge_rag import EdgeRAG
+from edge_rag.engine import Engine
 from edge_rag.retrieve import GraphReader
 from edge_rag.retrieve.ppr import PPRRetriever, WalkGraph
 from edge_rag.retrieve.walk_cache import generations, open_walk, store_walk
 from edge_rag.store import VectorIndex, walk_files
 from edge_rag.store.walk_files import StringTable
+
+from .conftest import open_both
 
 PASSAGES = {"Pearl Lust": "Pearl Lust\nPearl Lust is a 1936 film directed by Vera Smith.",
             "Vera Smith": "Vera Smith\nVera Smith was a director; her father was Tom Smith.",
@@ -34,16 +37,16 @@ def _same_walk(stored: WalkGraph, derived: WalkGraph) -> None:
             assert stored.titles.find(question) == derived.titles.find(question)
 
 
-def test_the_build_writes_the_walk_and_queries_map_the_same_graph(rag: EdgeRAG) -> None:
+def test_the_build_writes_the_walk_and_queries_map_the_same_graph(rag: EdgeRAG, engine: Engine) -> None:
     for title, text in PASSAGES.items():
         rag.insert_text(text, source=title, metadata={"title": title})
-    stored = open_walk(rag.directory, rag.store)
+    stored = open_walk(rag.directory, engine.store)
     assert stored is not None and isinstance(stored.indptr, np.memmap)
-    derived = WalkGraph.from_store(rag.store)
+    derived = WalkGraph.from_store(engine.store)
     assert derived.titles is not None and len(derived.titles) == len(PASSAGES)
     _same_walk(stored, derived)
-    assert rag.walk_graph().indptr is not None and isinstance(rag.walk_graph().indptr, np.memmap)
-    graph = GraphReader(_view(rag), lambda: rag._vectors("entity"), lambda: rag._vectors("relation"))
+    assert engine.walk.get().indptr is not None and isinstance(engine.walk.get().indptr, np.memmap)
+    graph = GraphReader(_view(engine), lambda: engine.vectors("entity"), lambda: engine.vectors("relation"))
     for question in QUESTIONS:
         by_file = PPRRetriever(graph, lambda: stored).retrieve(question, 3)
         in_memory = PPRRetriever(graph, lambda: derived).retrieve(question, 3)
@@ -52,28 +55,29 @@ def test_the_build_writes_the_walk_and_queries_map_the_same_graph(rag: EdgeRAG) 
 
 
 def test_lihua_conversations_walk_the_same_from_the_files(lihua_index) -> None:
-    with EdgeRAG.open(lihua_index, create=False) as rag:
-        stored = open_walk(rag.directory, rag.store)
+    with open_both(lihua_index, create=False) as (rag, engine):
+        stored = open_walk(rag.directory, engine.store)
         assert stored is not None and stored.titles is not None  # files are titled by the reader
-        _same_walk(stored, WalkGraph.from_store(rag.store))
+        _same_walk(stored, WalkGraph.from_store(engine.store))
 
 
-def test_stale_files_are_not_used_and_every_write_renews_them(rag: EdgeRAG) -> None:
+def test_stale_files_are_not_used_and_every_write_renews_them(rag: EdgeRAG, engine: Engine) -> None:
     rag.insert_text("LiHua: Adam, the plumber comes at 5 PM on Friday.", source="chat-1")
     doc = rag.insert_text("AdamSmith: Thanks Li Hua, I will be home by then.", source="chat-2").added[0]
-    assert walk_files.current_stamp(rag.directory)["generations"] == generations(rag.store)
+    assert walk_files.current_stamp(rag.directory)["generations"] == generations(engine.store)
     rag.delete(doc)
-    assert walk_files.current_stamp(rag.directory)["generations"] == generations(rag.store)
+    assert walk_files.current_stamp(rag.directory)["generations"] == generations(engine.store)
     assert len([p for p in (rag.directory / walk_files.FOLDER).iterdir() if p.is_dir()]) == 1
-    with rag.store.write():
-        rag.store.bump_generation("relation")  # as a writer without the walk step would leave it
-    assert open_walk(rag.directory, rag.store) is None
-    assert rag.walk_graph().size == WalkGraph.from_store(rag.store).size  # derived in memory instead
-    assert store_walk(rag.directory, rag.store) and open_walk(rag.directory, rag.store) is not None
-    assert not store_walk(rag.directory, rag.store)  # current: nothing to write
+    with engine.store.write():
+        engine.store.bump_generation("relation")  # as a writer without the walk step would leave it
+    assert open_walk(rag.directory, engine.store) is None
+    assert engine.walk.get().size == WalkGraph.from_store(engine.store).size  # derived in memory instead
+    assert store_walk(rag.directory, engine.store) and open_walk(rag.directory, engine.store) is not None
+    assert not store_walk(rag.directory, engine.store)  # current: nothing to write
 
 
-def test_a_write_reads_only_the_new_chunks_texts_while_the_titles_stay(rag: EdgeRAG, monkeypatch) -> None:
+def test_a_write_reads_only_the_new_chunks_texts_while_the_titles_stay(rag: EdgeRAG, engine: Engine,
+                                                                       monkeypatch) -> None:
     """The walk files keep each chunk's word counts and title links: a write that adds no title
     reads the texts of its new chunks only, and gives the walk a fresh derivation gives."""
     from edge_rag.store.walk import WalkTables
@@ -95,26 +99,26 @@ def test_a_write_reads_only_the_new_chunks_texts_while_the_titles_stay(rag: Edge
         read_after.clear()
         added += rag.insert_text(chat, source=f"chat-{n}").added
         assert read_after and read_after[0] > 0  # only chunks newer than the stored walk's
-        _same_walk(open_walk(rag.directory, rag.store), WalkGraph.from_store(rag.store))
+        _same_walk(open_walk(rag.directory, engine.store), WalkGraph.from_store(engine.store))
     rag.delete(added[1])
-    _same_walk(open_walk(rag.directory, rag.store), WalkGraph.from_store(rag.store))
+    _same_walk(open_walk(rag.directory, engine.store), WalkGraph.from_store(engine.store))
     rag.delete(rag.documents()[0].id)  # a titled one: the titles change, every text is read
     assert read_after[-1] == -1
-    _same_walk(open_walk(rag.directory, rag.store), WalkGraph.from_store(rag.store))
+    _same_walk(open_walk(rag.directory, engine.store), WalkGraph.from_store(engine.store))
 
 
-def test_a_damaged_stored_reading_is_derived_again(rag: EdgeRAG) -> None:
+def test_a_damaged_stored_reading_is_derived_again(rag: EdgeRAG, engine: Engine) -> None:
     rag.insert_text("LiHua: Adam, the plumber comes at 5 PM on Friday.", source="chat-1")
     root = rag.directory / walk_files.FOLDER
     folder = root / (root / walk_files.CURRENT).read_text()
     np.save(folder / "lex_tf.npy", np.zeros(3, dtype=np.uint8))  # no longer one count per posting
     assert rag.insert_text("AdamSmith: Thanks Li Hua, I will be home by then.", source="chat-2").ok
-    _same_walk(open_walk(rag.directory, rag.store), WalkGraph.from_store(rag.store))
+    _same_walk(open_walk(rag.directory, engine.store), WalkGraph.from_store(engine.store))
 
 
-def test_the_ablation_without_weights_derives_in_memory(rag: EdgeRAG) -> None:
+def test_the_ablation_without_weights_derives_in_memory(rag: EdgeRAG, engine: Engine) -> None:
     rag.insert_text("LiHua: Adam, the plumber comes at 5 PM on Friday.", source="chat-1")
-    assert open_walk(rag.directory, rag.store, use_weights=False) is None
+    assert open_walk(rag.directory, engine.store, use_weights=False) is None
 
 
 def test_string_tables_find_every_key_and_nothing_else() -> None:
@@ -125,11 +129,12 @@ def test_string_tables_find_every_key_and_nothing_else() -> None:
     assert table.get("harb") is None and table.get("zzz") is None and len(table) == len(items)
 
 
-def _view(rag: EdgeRAG):
+def _view(engine: Engine):
     from edge_rag.retrieve.base import IndexView
 
-    return IndexView(rag.settings, rag.store, rag.embedder, rag._vectors(), lambda: rag._vectors("entity"),
-                     lambda: rag._vectors("relation"), lambda: rag.slm, rag.name_matcher, rag.walk_graph)
+    return IndexView(engine.settings, engine.store, engine.embedder, engine.vectors(),
+                     lambda: engine.vectors("entity"), lambda: engine.vectors("relation"),
+                     lambda: engine.slm, engine.names.get, engine.walk.get)
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -142,13 +147,13 @@ SAME, OTHERS = 20_000, 2_000
 
 
 @pytest.fixture()
-def repeated(rag: EdgeRAG) -> tuple[VectorIndex, np.ndarray, np.ndarray]:
+def repeated(rag: EdgeRAG, engine: Engine) -> tuple[VectorIndex, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(46)
     others = _unit(rng.standard_normal((OTHERS, 384)))
     same = _unit(rng.standard_normal((1, 384)))
     rows = np.concatenate([np.repeat(same, SAME, axis=0), others])
     order = rng.permutation(len(rows))
-    vectors = VectorIndex(rag.directory, "chunk", 384, "i8", rag.store, file_min=0).open(writable=True)
+    vectors = VectorIndex(rag.directory, "chunk", 384, "i8", engine.store, file_min=0).open(writable=True)
     for part in np.array_split(order, 8):  # added in batches, as a build does
         vectors.add([int(k) + 1 for k in part], rows[part])
     return vectors, others, np.arange(SAME + 1, SAME + OTHERS + 1)
@@ -174,12 +179,13 @@ def vectors_row(vectors: VectorIndex, key: int) -> np.ndarray:
     return np.asarray(vectors.index.get(owner), dtype=np.float32)
 
 
-def test_twins_survive_a_save_a_reopen_and_their_representatives_removal(repeated, rag: EdgeRAG) -> None:
+def test_twins_survive_a_save_a_reopen_and_their_representatives_removal(repeated, rag: EdgeRAG,
+                                                                         engine: Engine) -> None:
     vectors, others, keys = repeated
-    vectors.save(int(rag.store.vector_state("chunk")["generation"]))
+    vectors.save(int(engine.store.vector_state("chunk")["generation"]))
     assert vectors.twins_path.is_file()
     owner, twins = next(iter(vectors.twins.of)), len(vectors.twins)
-    reopened = VectorIndex(rag.directory, "chunk", 384, "i8", rag.store, file_min=0).open(writable=True)
+    reopened = VectorIndex(rag.directory, "chunk", 384, "i8", engine.store, file_min=0).open(writable=True)
     assert not reopened.rebuilt and len(reopened.twins) == twins and len(reopened) == SAME + OTHERS
     reopened.remove([owner, int(keys[0])])
     assert len(reopened) == SAME + OTHERS - 2 and owner not in reopened.twins.of
@@ -194,10 +200,10 @@ def test_stored_names_match_as_the_names_in_memory_do(lihua_index, monkeypatch) 
     from edge_rag.retrieve import walk_cache
 
     monkeypatch.setattr(walk_cache, "NAME_BLOCK", 7)  # many blocks: the first best name still wins
-    with EdgeRAG.open(lihua_index, create=False) as rag:
-        stored = walk_cache.open_names(rag.directory, rag.store)
-        assert isinstance(rag.name_matcher(), walk_cache.StoredNames) and stored is not None
-        memory = lexicon.NameMatcher(rag.store.graph.spellings())
+    with open_both(lihua_index, create=False) as (rag, engine):
+        stored = walk_cache.open_names(rag.directory, engine.store)
+        assert isinstance(engine.names.get(), walk_cache.StoredNames) and stored is not None
+        memory = lexicon.NameMatcher(engine.store.graph.spellings())
         assert list(stored.names) == memory.names
         for question in ["When does Li Hua meet Adam Smith?", "Did Wolfgang call LiHua about the rent?",
                          "What did Jenifer say on 20260105?", "Who is Yurko?", "Nothing to see"]:
@@ -207,8 +213,8 @@ def test_stored_names_match_as_the_names_in_memory_do(lihua_index, monkeypatch) 
 def test_the_walk_over_reached_nodes_ranks_as_the_scan_of_every_node(lihua_index, monkeypatch) -> None:
     from edge_rag.retrieve import ppr
 
-    with EdgeRAG.open(lihua_index, create=False) as rag:
-        walk = rag.walk_graph()
+    with open_both(lihua_index, create=False) as (rag, engine):
+        walk = engine.walk.get()
     rng = np.random.default_rng(46)
     for _ in range(20):
         seeds = np.zeros(walk.size)

@@ -11,9 +11,12 @@ import pytest
 
 from edge_rag import EdgeRAG
 from edge_rag.cli import main
+from edge_rag.engine import Engine
 from edge_rag.index.graph_builder import relation_text
 from edge_rag.store import codec
 from edge_rag.store.schema import INDEXES_V4, SCHEMA_VERSION, TEXT_SHA_DIGITS
+
+from .conftest import open_both
 
 NOTES = {
     "otters": "Otters hold hands while they sleep so that they do not drift apart.",
@@ -56,20 +59,20 @@ def test_sqlite_holds_4bit_levels_and_the_i8_file_holds_the_same(tmp_path, model
         rows = db.execute("SELECT id, vector FROM chunks ORDER BY id").fetchall()
     assert {len(blob) for _, blob in rows} == {193}
     assert not list(index.glob("*.usearch"))  # below vector_file_min: SQLite's codes only
-    with EdgeRAG.open(index, create=False) as rag:
-        exact = rag._vectors().exact
+    with open_both(index, create=False) as (rag, engine):
+        exact = engine.vectors().exact
         assert exact is not None and exact.rows.dtype == np.int8
         held = dict(zip(exact.keys.tolist(), exact.rows))
         for key, blob in rows:
             assert np.array_equal(held[key], codec.code_of(blob))
-        decoded = rag.store.walk.chunk_vectors([key for key, _ in rows] + [10**9])  # ppr's read, one pass
+        decoded = engine.store.walk.chunk_vectors([key for key, _ in rows] + [10**9])  # ppr's read, one pass
         assert sorted(decoded) == [key for key, _ in rows]
         assert all(np.allclose(decoded[key], codec.decode(blob), atol=1e-6) for key, blob in rows)
         for source, text in NOTES.items():
             top = rag.retrieve(text, top_k=1).chunks[0]
             assert top.source == source and top.score > 0.95
-    with EdgeRAG.open(index, create=False, vector_file_min=0) as rag:  # an HNSW file from here on
-        stored = rag._vectors()
+    with open_both(index, create=False, vector_file_min=0) as (rag, engine):  # an HNSW file from here on
+        stored = engine.vectors()
         assert stored.rebuilt and stored.index is not None and "i8" in str(stored.index.dtype).lower()
         for key, blob in rows:
             assert np.array_equal(stored.index.get(key), codec.code_of(blob))
@@ -101,22 +104,23 @@ def test_a_version_2_index_is_migrated_not_misread(tmp_path, model_folder):
 def test_compact_after_deletes_returns_the_space(tmp_path, model_folder, capsys):
     index = tmp_path / "index"
     filler = " ".join(f"Paragraph {i} is about river stones, moss and the weather in May." for i in range(60))
-    with EdgeRAG.open(index, progress=False) as rag:
+    with open_both(index, progress=False) as (rag, engine):
         for source, text in NOTES.items():
             rag.insert_text(text, source=source)
         ids = [rag.insert_text(f"{filler} Part {n}.", source=f"bulk-{n}").added[0] for n in range(6)]
         for doc_id in ids:
             rag.delete(doc_id)
-        assert rag.store.free_share() > 0.1
+        assert engine.store.free_share() > 0.1
         before, after = rag.compact()
-        assert after < before and rag.store.free_share() == 0
+        assert after < before and engine.store.free_share() == 0
         tables = rag.stats().tables
         assert "(free)" not in tables and tables["chunks"] > 0
         assert sum(tables.values()) == (index / "index.sqlite").stat().st_size
         # A bulk insert and stats read unmapped; readers keep the configured memory map.
-        assert rag.store.conn.execute("PRAGMA mmap_size").fetchone()[0] == rag.settings.sqlite_mmap_mb << 20
-    with EdgeRAG.open(index, create=False) as rag:
-        assert not rag._vectors().rebuilt and len(rag._vectors()) == len(NOTES)
+        mapped = engine.store.conn.execute("PRAGMA mmap_size").fetchone()[0]
+        assert mapped == rag.settings.sqlite_mmap_mb << 20
+    with open_both(index, create=False) as (rag, engine):
+        assert not engine.vectors().rebuilt and len(engine.vectors()) == len(NOTES)
         assert rag.retrieve(NOTES["bees"], top_k=1).chunks[0].source == "bees"
     assert main(["compact", "--index", str(index)]) == 0
     assert capsys.readouterr().out.startswith("compacted: ")
@@ -149,15 +153,15 @@ def test_a_version_3_index_is_migrated_to_the_current_version(tmp_path, model_fo
                             "WHERE keywords = 'mentions'", (vector,)).rowcount
         db.execute("UPDATE manifest SET value = '3' WHERE key = 'schema_version'")
     assert linked > 0
-    with EdgeRAG.open(index, create=False) as rag:
+    with open_both(index, create=False) as (rag, engine):
         assert rag.stats().schema_version == str(SCHEMA_VERSION)
-        nodes = rag.store.graph.nodes()
+        nodes = engine.store.graph.nodes()
         assert any(n.description for n in nodes)
         assert not any(n.description.startswith("stored ") for n in nodes)
         assert rag.retrieve("Who picks up the bread?", method="dual", top_k=1).chunks[0].source == "chat"
         with sqlite3.connect(index / "index.sqlite") as db:
             embedded = db.execute("SELECT count(*) FROM relations WHERE vector IS NOT NULL").fetchone()[0]
-            assert len(rag._vectors("relation")) == embedded
+            assert len(engine.vectors("relation")) == embedded
             assert db.execute("SELECT count(*) FROM relations WHERE keywords = 'mentions' "
                               "AND vector IS NOT NULL").fetchone()[0] == 0
             assert db.execute("SELECT count(*) FROM entities WHERE description != ''").fetchone()[0] == 0
@@ -179,19 +183,19 @@ def test_a_version_4_index_is_migrated_and_finds_the_same_relation_mentions(tmp_
         keys = [r[0] for r in db.execute("SELECT key FROM entity_mentions")]
         rows = db.execute("SELECT chunk_id, source_key, target_key FROM relation_mentions").fetchall()
     assert rows
-    with EdgeRAG.open(index, create=False) as rag:
+    with open_both(index, create=False) as (rag, engine):
         assert rag.stats().schema_version == str(SCHEMA_VERSION)
         for key in keys:  # through entity_mentions, the same rows the endpoint indexes found
             found = {(r.chunk_id, r.source_key, r.target_key)
-                     for r in rag.store.graph.relation_mentions([key])}
+                     for r in engine.store.graph.relation_mentions([key])}
             assert found == {r for r in rows if key in r[1:]}
-        everything = rag.store.graph.relation_mentions(keys)
+        everything = engine.store.graph.relation_mentions(keys)
         assert [(r.chunk_id, r.source_key, r.target_key) for r in everything] == sorted(rows)
         assert rag.retrieve("Who picks up the bread?", method="dual", top_k=1).chunks[0].source == "chat"
         # No description is stored beside a vector; the derived one is the text that was embedded.
-        names_of = rag.store.graph.entity_names(n.id for n in rag.store.graph.nodes())
-        shas = dict(rag.store.conn.execute("SELECT id, text_sha FROM relations WHERE vector IS NOT NULL"))
-        derived = {r.id: r for r in rag.store.graph.all_relations() if r.id in shas}
+        names_of = engine.store.graph.entity_names(n.id for n in engine.store.graph.nodes())
+        shas = dict(engine.store.conn.execute("SELECT id, text_sha FROM relations WHERE vector IS NOT NULL"))
+        derived = {r.id: r for r in engine.store.graph.all_relations() if r.id in shas}
         assert derived and all(r.description for r in derived.values())
         for r in derived.values():
             text = relation_text(names_of[r.source_id], names_of[r.target_id], r.keywords, r.description)
@@ -219,7 +223,7 @@ def test_exact_search_of_many_queries_in_slices_equals_one_call(monkeypatch: pyt
     assert np.allclose(sliced[1], whole[1]) and (whole[0][:, 0] == np.arange(25) + 7).all()
 
 
-def test_deferred_rows_equal_rows_read_at_open(rag: EdgeRAG) -> None:
+def test_deferred_rows_equal_rows_read_at_open(rag: EdgeRAG, engine: Engine) -> None:
     """An exact kind opens with its keys and reads its rows at the first search. Rows SQLite
     gained since (added here too) come once, removed ones not at all: the same matrix an open
     after the writes reads; counting needs no rows."""
@@ -228,7 +232,7 @@ def test_deferred_rows_equal_rows_read_at_open(rag: EdgeRAG) -> None:
     for n in range(4):
         rag.insert_text(f"Note {n}: the {['red', 'blue', 'green', 'grey'][n]} boat is moored at pier {n}.",
                         source=f"n{n}")
-    store, dim, dtype = rag.store, rag.embedder.dim, rag.settings.vector_dtype
+    store, dim, dtype = engine.store, engine.embedder.dim, rag.settings.vector_dtype
     deferred = ExactVectors.deferred(store, "chunk", dim, dtype)
     assert deferred._reader is not None and len(deferred) == 4
     rag.insert_text("Note 4: the white boat left at dawn.", source="n4")

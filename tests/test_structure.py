@@ -23,6 +23,7 @@ LAYERS = [
     {"plan"},
     {"index", "retrieve"},
     {"answer"},
+    {"engine"},
     {"api"},
     {"serve"},
     {"cli", "__init__"},
@@ -122,3 +123,20 @@ def test_the_package_is_marked_typed() -> None:
     assert (PACKAGE / "py.typed").is_file()
     pyproject = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'^edge_rag = \[.*"py\.typed".*\]', pyproject, re.MULTILINE)
+
+
+def test_nothing_outside_the_facade_reaches_into_it() -> None:
+    """``EdgeRAG`` keeps its parts in ``_engine``: tests and benchmarks use the public API, or open
+    the component they exercise (an ``Engine``, a store, a model) themselves."""
+    root, reached, private = PACKAGE.parent, [], "._" + "engine"
+    for folder in ("edge_rag", "tests", "benchmarks", "export"):
+        for path in sorted((root / folder).rglob("*.py")):
+            if path != PACKAGE / "api.py" and private in path.read_text(encoding="utf-8"):
+                reached.append(str(path.relative_to(root)))
+    assert not reached, f"these reach into EdgeRAG's private parts: {reached}"
+
+
+def test_the_facade_stays_small() -> None:
+    tree = ast.parse((PACKAGE / "api.py").read_text(encoding="utf-8"))
+    facade = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "EdgeRAG")
+    assert facade.end_lineno - facade.lineno + 1 <= 300

@@ -17,6 +17,8 @@ from edge_rag.cli import main
 from edge_rag.index.sync import Syncer
 from edge_rag.index.sync import plan as sync_plan
 
+from .conftest import open_both
+
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = {
     "bees.txt": "Ada keeps seven beehives behind the copper mill.",
@@ -39,7 +41,7 @@ def _folder(tmp_path: Path) -> Path:
 
 
 def _texts(rag: EdgeRAG) -> list[str]:
-    return sorted(c.text for d in rag.documents() for c in rag.store.document_chunks(d.id))
+    return sorted(c.text for d in rag.documents() for c in rag.chunks(d.id))
 
 
 def _graph(capsys, index: Path) -> str:
@@ -74,19 +76,19 @@ def test_edit_delete_add_then_sync_equals_a_fresh_build(tmp_path: Path, capsys, 
 
 def test_an_unchanged_second_sync_is_a_no_op(tmp_path: Path, model_folder) -> None:
     folder, index = _folder(tmp_path), tmp_path / "index"
-    with EdgeRAG.open(index, progress=False) as rag:
+    with open_both(index, progress=False) as (rag, engine):
         assert len(rag.sync(folder).added) == 4
     (folder / "violin.txt").touch()  # mtime moved, same bytes: hashed, recognised, not read again
     time.sleep(0.01)
-    with EdgeRAG.open(index, progress=False) as rag:
-        version = rag.store.data_version()
+    with open_both(index, progress=False) as (rag, engine):
+        version = engine.store.data_version()
         report = rag.sync(folder)
         assert (report.added, report.replaced, report.removed, report.unchanged) == ([], [], [], 4)
-        assert rag._embedder is None  # nothing was read: the embedder was never loaded
+        assert "embedder" not in engine.loaded()  # nothing was read: the embedder was never loaded
         again = rag.sync(folder)
-        assert again.unchanged == 4 and rag.store.data_version() != version  # only the touch was written
-        settled = rag.store.data_version()
-        assert rag.sync(folder).unchanged == 4 and rag.store.data_version() == settled  # nothing written
+        assert again.unchanged == 4 and engine.store.data_version() != version  # only the touch was written
+        settled = engine.store.data_version()
+        assert rag.sync(folder).unchanged == 4 and engine.store.data_version() == settled  # nothing written
 
 
 def test_dry_run_changes_nothing(tmp_path: Path, capsys, model_folder) -> None:
@@ -116,12 +118,12 @@ def test_documents_not_from_the_folder_are_never_touched(tmp_path: Path, model_f
 
 def test_a_file_that_changes_while_read_is_picked_up_next_time(tmp_path: Path, model_folder) -> None:
     folder = _folder(tmp_path)
-    with EdgeRAG.open(tmp_path / "index", progress=False, extractor="none") as rag:
+    with open_both(tmp_path / "index", progress=False, extractor="none") as (rag, engine):
         rag.sync(folder)
         (folder / "bees.txt").write_text("Ada keeps eleven wasp nests.", encoding="utf-8")
-        found = sync_plan(rag.store, folder, follow_symlinks=False)
+        found = sync_plan(engine.store, folder, follow_symlinks=False)
         (folder / "bees.txt").write_text("Ada keeps twelve wasp nests now.", encoding="utf-8")  # meanwhile
-        syncer = Syncer(rag.store, rag._indexer(), 2**20, follow_symlinks=False)
+        syncer = Syncer(engine.store, engine.indexer(), 2**20, follow_symlinks=False)
         report = syncer.apply(found, progress=False)
         assert report.busy == ["bees.txt"] and report.replaced == [] and report.documents_added == 0
         assert TEXTS["bees.txt"] in _texts(rag)  # the old text, whole: never both, never neither

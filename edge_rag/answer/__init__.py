@@ -13,11 +13,8 @@ Design: docs/design/answer.md
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from ..config import Settings
-from ..models.slm import SLM, GenerationConfig
-from ..retrieve import Retrieval
+from ..models.slm import SLM
 from .focused import (
     ONLY_CITATIONS,
     RULES,
@@ -33,23 +30,7 @@ from .focused import (
     source_sentence,
 )
 from .plain import Answerer
-from .types import Answer, AnswerStream
-
-
-class AnswerStage(Protocol):
-    """Answers a question from a retrieval, whole or as a stream; ``config`` is its generation
-    setting, which ``stream`` may cap for one answer (a server request's ``max_tokens``)."""
-
-    config: GenerationConfig
-
-    def answer(self, question: str, retrieval: Retrieval) -> Answer:
-        """Generate the whole answer."""
-        ...
-
-    def stream(self, question: str, retrieval: Retrieval, max_new_tokens: int | None = None) -> AnswerStream:
-        """Generate the answer as a stream of text pieces, at most ``max_new_tokens`` of them
-        when given and below ``config``'s."""
-        ...
+from .types import Answer, AnswerStage, AnswerStream
 
 
 def make_answer_stage(settings: Settings, slm: SLM, evidence: Evidence) -> AnswerStage:

@@ -16,12 +16,14 @@ Design: docs/design/answer.md
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Collection
 
 from ..lexicon import HOP_NOUNS, MONTHS
 from ..prompts import NO_ANSWER
 from ..questions import MAX_HOPS, comparison, first_hop
-from .types import Answer
+from ..retrieve import Retrieval
+from .types import Answer, AnswerStage, AnswerStream
 
 MAX_BRIDGE_WORDS = 8  # a longer answer is a sentence, not a name (answer.md)
 _ANSWER_END = re.compile(r"\s*\[\d|\s+[—–]\s|\s+-\s|\s*\n")
@@ -134,3 +136,32 @@ def compare(question: str, ask: Callable[[str], Answer]) -> Answer | None:
     links = [Answer(h["answer"], other.method, other.sources, details={"question": h["question"]})
              for h in other.hops]
     return attach(final, [*links, other])
+
+
+def answer_with_rules(question: str, retrieve: Callable[[str], Retrieval], stage: AnswerStage,
+                      off: Collection[str], *, stream: bool = False, retrieval: Retrieval | None = None,
+                      max_new_tokens: int | None = None) -> Answer | AnswerStream:
+    """Answer ``question`` with ``stage``, applying the ``compare`` and ``hops`` rules not in
+    ``off``: the questions they ask first are answered the same way, each with ``retrieve``;
+    ``retrieval`` is the question's own (used unless a rule rewrites the question)."""
+    started = time.perf_counter()
+
+    def ask(asked: str) -> Answer:
+        answer = answer_with_rules(asked, retrieve, stage, off)
+        assert isinstance(answer, Answer)  # not streamed
+        return answer
+
+    if "compare" not in off and (compared := compare(question, ask)) is not None:
+        compared.timings["hops"] = (time.perf_counter() - started) * 1000
+        return AnswerStream.whole(compared) if stream else compared
+    links: list[Answer] = []
+    if "hops" not in off:
+        question, links = resolve(question, ask)
+    asked_first = (time.perf_counter() - started) * 1000
+    if retrieval is None or links:
+        retrieval = retrieve(question)
+    streamed = stage.stream(question, retrieval, max_new_tokens) if stream else None
+    answer = streamed.answer if streamed else stage.answer(question, retrieval)
+    if links:
+        attach(answer, links).timings["hops"] = asked_first
+    return streamed or answer

@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from ..models.slm import GenerationConfig
 from ..retrieve import Retrieval, RetrievedChunk
 
 
@@ -64,3 +65,19 @@ class AnswerStream:
             yield piece
         self.answer.text = self.answer.text.strip()
         self.answer.timings["generate"] = (time.perf_counter() - self._started) * 1000
+
+
+class AnswerStage(Protocol):
+    """Answers a question from a retrieval, whole or as a stream; ``config`` is its generation
+    setting, which ``stream`` may cap for one answer (a server request's ``max_tokens``)."""
+
+    config: GenerationConfig
+
+    def answer(self, question: str, retrieval: Retrieval) -> Answer:
+        """Generate the whole answer."""
+        ...
+
+    def stream(self, question: str, retrieval: Retrieval, max_new_tokens: int | None = None) -> AnswerStream:
+        """Generate the answer as a stream of text pieces, at most ``max_new_tokens`` of them
+        when given and below ``config``'s."""
+        ...

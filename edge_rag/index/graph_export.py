@@ -121,7 +121,7 @@ def draw_neighbourhood(data: dict[str, Any], centre: str, path: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise MissingExtra("drawing the graph needs matplotlib: pip install 'edge-rag[bench]'") from None
+        raise MissingExtra("drawing the graph needs matplotlib: pip install 'edge-rag[graph]'") from None
     start, position = _ring_layout(data, centre)
     figure, axes = plt.subplots(figsize=(10, 10))
     for edge in data["edges"]:

@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -63,6 +64,20 @@ class InsertReport:
     def ok(self) -> bool:
         """True when no document was refused."""
         return not self.failed
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form (the CLI's ``index --json`` output)."""
+        graph = self.graph
+        return {
+            "added": self.added,
+            "duplicates": [{"source": s, "doc_id": d} for s, d in self.duplicates],
+            "failed": [{"source": s, "error": e} for s, e in self.failed],
+            "warnings": self.warnings,
+            "chunks": self.chunks,
+            "seconds": round(self.seconds, 3),
+            "graph": {"chunks": graph.chunks, "extracted": graph.extracted, "cached": graph.cached,
+                      "failures": graph.failures, "seconds": round(graph.seconds, 3)},
+        }
 
 
 class Indexer:

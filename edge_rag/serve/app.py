@@ -50,7 +50,6 @@ class Service:
         self.timeout = timeout
         self._reader = rag.sibling()
         self._writer: EdgeRAG | None = None  # opened by the first insert or delete
-        self._slm = rag.slm
         self.generation = Lane("generation", queue)
         self.retrieval = Lane("retrieval", RETRIEVAL_WAITING)
         self.writing = Lane("writing", WRITING_WAITING)
@@ -67,7 +66,7 @@ class Service:
         request."""
         rag = EdgeRAG.open(index, profile, create=False, key=key)
         try:
-            _ = (rag.slm, rag.embedder, rag.answerer)
+            rag.warm()
             return cls(rag, queue, timeout)
         except BaseException:
             rag.close()
@@ -82,8 +81,7 @@ class Service:
         answer stops at its next piece."""
         for lane in self.lanes():
             lane.closing = True
-        self._slm.interrupt()
-        self.rag.embedder.interrupt()  # the answer stage embeds the evidence's lines
+        self.rag.interrupt()  # the answer stage embeds the evidence's lines too
 
     def close(self) -> None:
         """Stop the lanes, then close the index handles (the WAL is checkpointed)."""

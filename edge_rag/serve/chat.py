@@ -119,7 +119,7 @@ def generate(job: Job, rag: EdgeRAG, request: ChatRequest, retrieval: Retrieval,
                 break
     finally:
         pieces.close()  # type: ignore[attr-defined]
-    return stream.answer, finish, rag.slm.count_tokens(stream.answer.text)
+    return stream.answer, finish, rag.count_tokens(stream.answer.text)
 
 
 def stopping(job: Job, retrieve: Callable[[str], Retrieval]) -> Callable[[str], Retrieval]:

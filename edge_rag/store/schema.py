@@ -5,7 +5,7 @@ Design: docs/design/storage.md (what each version changed)
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6  # the file's schema; docs/design/storage.md gives each version's change
+SCHEMA_VERSION = 7  # the file's schema; docs/design/storage.md gives each version's change
 VECTOR_KINDS = ("chunk", "entity", "relation")
 
 # Mentions (per chunk, as extracted) are the source of truth of the graph; entity_keys (one row
@@ -151,6 +151,13 @@ CREATE TABLE IF NOT EXISTS vector_files (
     saved_bytes INTEGER,
     saved_crc32 INTEGER
 );
+CREATE VIEW IF NOT EXISTS entity_relations AS
+    SELECT r.id AS relation_id, s.name AS source, t.name AS target, r.kind, r.keywords,
+           r.weight, r.score
+    FROM relations r JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id;
+CREATE VIEW IF NOT EXISTS document_chunks AS
+    SELECT d.source, c.ord AS chunk, c.text, c.n_tokens AS tokens, d.id AS doc_id, c.id AS chunk_id
+    FROM chunks c JOIN documents d ON d.id = c.doc_id;
 """
 
 GRAPH_TABLES_V1 = ("relation_chunks", "chunk_entities", "relations", "entities")

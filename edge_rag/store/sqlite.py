@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,25 +19,15 @@ import numpy as np
 from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
 from .cipher import Key, check_key, connect, database_errors
-from .codec import code_rows, decode_rows, encode_rows, from_version_2, from_version_4
-from .graph_tables import GraphTables, embedded, inserted_id, marks, parts
-from .schema import (
-    DDL,
-    GRAPH_TABLES_V1,
-    INDEXES_V4,
-    MENTION_TABLES,
-    RELATION_INDEXES_V3,
-    SCHEMA_VERSION,
-    SPAN_COLUMNS,
-    TEXT_SHA_DIGITS,
-    VECTOR_KINDS,
-)
+from .codec import code_rows, decode_rows, encode_rows
+from .graph_tables import GraphTables, inserted_id, marks, parts
+from .migrations import VECTOR_TABLES, migrate
+from .schema import DDL, SCHEMA_VERSION, VECTOR_KINDS
 from .synced import SyncedTables
 from .walk import WalkTables
 
 DB_FILE = "index.sqlite"
 PAGE_SIZE = 8192  # bytes per page of a new plain file (storage.md)
-VECTOR_TABLES = {"chunk": "chunks", "entity": "entity_keys", "relation": "relations"}
 
 
 @dataclass(frozen=True)
@@ -177,7 +167,7 @@ class IndexStore:
         manifest = self.manifest()
         if "embedder_name" not in manifest:
             with self.write():
-                self._set_manifest({f"embedder_{k}": v for k, v in identity.items()})
+                self.set_manifest({f"embedder_{k}": v for k, v in identity.items()})
             return
         recorded = {k: manifest.get(f"embedder_{k}") for k in identity}
         if recorded != identity:
@@ -197,8 +187,8 @@ class IndexStore:
             self._create_schema()
             return
         version = self.manifest().get("schema_version")
-        if version in ("1", "2", "3", "4", "5"):
-            self._migrate(version)
+        if version in [str(v) for v in range(1, SCHEMA_VERSION)]:
+            migrate(self, int(version))
             return
         if version != str(SCHEMA_VERSION):
             raise SchemaMismatch(
@@ -208,101 +198,11 @@ class IndexStore:
 
     def _create_schema(self) -> None:
         with self.write():
-            self._run_ddl()
-            self._set_manifest({"schema_version": str(SCHEMA_VERSION), "created_at": _now()})
+            self.run_ddl()
+            self.set_manifest({"schema_version": str(SCHEMA_VERSION), "created_at": _now()})
 
-    def _migrate_from_v1(self) -> None:
-        # Version 1 never wrote to its graph tables; version 2 replaces them.
-        with self.write():
-            for table in GRAPH_TABLES_V1:
-                self.conn.execute(f"DROP TABLE IF EXISTS {table}")
-            self._run_ddl()
-            self._set_manifest({"schema_version": "2"})
-
-    def _migrate(self, version: str) -> None:
-        # Each step runs in one transaction (a killed migration leaves the file at the version
-        # the last finished step wrote); the freed pages are returned to the disk at the end.
-        if version == "1":
-            self._migrate_from_v1()
-        if version in ("1", "2"):
-            self._migrate_from_v2()
-        if version not in ("4", "5"):
-            self._migrate_from_v3(version)
-        if version != "5":
-            self._migrate_from_v4(version)
-        self._migrate_from_v5(version)
-        self.compact()
-
-    def _migrate_from_v2(self) -> None:
-        # Version 2 kept f16 blobs: each is re-encoded to i8 codes, the vector files are marked
-        # stale so they are rebuilt from the new codes. Descriptions take the version 3 forms
-        # too (mention spans; none on entity names), so a migrated index reads like a rebuilt one.
-        with self.write():
-            self._mention_spans()
-            self.conn.execute("UPDATE entity_keys SET description = ''")
-            for kind, table in VECTOR_TABLES.items():
-                self._reencode(table, from_version_2)
-                self.bump_generation(kind)
-            self._set_manifest({"schema_version": "3"})
-
-    def _migrate_from_v3(self, original: str) -> None:
-        # Version 4: no stored node descriptions, relation vectors only where ``embedded`` says
-        # (co-occur and mentions links lose theirs), endpoint indexes without the kind.
-        with self.write():
-            self.conn.execute("UPDATE entities SET description = ''")
-            self._unembed_relations()
-            self.bump_generation("relation")
-            for name in RELATION_INDEXES_V3:
-                self.conn.execute(f"DROP INDEX IF EXISTS {name}")
-            self._run_ddl()
-            self._set_manifest({"schema_version": "4"})
-
-    def _migrate_from_v4(self, original: str) -> None:
-        # Version 5 (see schema.py): 4-bit vectors, no description beside a relation's vector,
-        # 16-digit text hashes, no key indexes on relation_mentions nor chunk index on
-        # relation_chunks. The vector files are marked stale and rebuilt from the new codes.
-        with self.write():
-            for name in INDEXES_V4:
-                self.conn.execute(f"DROP INDEX IF EXISTS {name}")
-            self.conn.execute("UPDATE relations SET description = '' WHERE vector IS NOT NULL")
-            self.conn.execute(f"UPDATE relations SET text_sha = substr(text_sha, 1, {TEXT_SHA_DIGITS})")
-            for kind, table in VECTOR_TABLES.items():
-                self._reencode(table, from_version_4)
-                self.bump_generation(kind)
-            self._set_manifest({"schema_version": "5", "migrated_from": original})
-
-    def _migrate_from_v5(self, original: str) -> None:
-        # Version 6: the sync tables (schema.py); nothing else changes.
-        with self.write():
-            self._run_ddl()
-            self._set_manifest({"schema_version": str(SCHEMA_VERSION), "migrated_from": original})
-
-    def _mention_spans(self) -> None:
-        for table in MENTION_TABLES:
-            present = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
-            for column in SPAN_COLUMNS:
-                if column not in present:
-                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER")
-            found = f"instr((SELECT text FROM chunks WHERE id = {table}.chunk_id), description)"
-            self.conn.execute(f"UPDATE {table} SET at = {found} - 1, len = length(description), "
-                              f"description = '' WHERE description != '' AND {found} > 0")
-
-    def _unembed_relations(self) -> None:
-        rows = self.conn.execute("SELECT id, keywords FROM relations WHERE kind = 'structural'")
-        ids = [(row[0],) for row in rows.fetchall() if not embedded(row[1])]
-        self.conn.executemany("UPDATE relations SET vector = NULL, text_sha = NULL, description = '' "
-                              "WHERE id = ?", ids)
-
-    def _reencode(self, table: str, convert: Callable[[Iterable[bytes]], list[bytes]],
-                  batch: int = 4096) -> None:
-        last = -1
-        while rows := self.conn.execute(f"SELECT id, vector FROM {table} WHERE vector IS NOT NULL AND "
-                                        "id > ? ORDER BY id LIMIT ?", (last, batch)).fetchall():
-            self.conn.executemany(f"UPDATE {table} SET vector = ? WHERE id = ?",
-                                  list(zip(convert(r[1] for r in rows), (r[0] for r in rows))))
-            last = rows[-1][0]
-
-    def _run_ddl(self) -> None:
+    def run_ddl(self) -> None:
+        """Create what the schema has and the file lacks (every statement is IF NOT EXISTS)."""
         for statement in DDL.split(";"):
             if statement.strip():
                 self.conn.execute(statement)
@@ -313,9 +213,9 @@ class IndexStore:
     def record_index_settings(self, values: dict[str, Any]) -> None:
         """Store the chunking and vector settings the index was created with."""
         with self.write():
-            self._set_manifest({"index_settings": json.dumps(values, sort_keys=True)})
+            self.set_manifest({"index_settings": json.dumps(values, sort_keys=True)})
 
-    def _set_manifest(self, values: dict[str, str]) -> None:
+    def set_manifest(self, values: dict[str, str]) -> None:
         self.conn.executemany(
             "INSERT INTO manifest(key, value) VALUES (?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
