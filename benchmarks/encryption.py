@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"built {name} in {builds[name][-1]} s", flush=True)
     needles = phrases(documents)
     wrong = work / "wrong.key"
-    wrong.write_bytes(b"not the key\n")
+    wrong.write_bytes(b"not the key, a wrong guess\n")
+    wrong.chmod(0o600)  # a key file others can read is refused before any key is tried
     with EdgeRAG.open(secret, create=False, key=key) as rag:
         encrypted = rag.store.encrypted
     queries = [q for q in lihua_queries() if q["evidence"]]

@@ -601,6 +601,18 @@ def _serve_one(result: Result) -> str:
                "acceptance met"], summary), _when(result)])
 
 
+def hostile_server(results: list[Result]) -> str:
+    """Each attack on the server: what came back and whether it held."""
+    return _each(_hostile_one, results)
+
+
+def _hostile_one(result: Result) -> str:
+    data = result.data
+    rows = [[r["attack"], r["result"], "yes" if r["held"] else "**no**"] for r in data["rows"].values()]
+    return "\n\n".join([f"### profile {data['profile']}, all held: {data['held']} (`{result.name}`)",
+                         table(["attack", "observed", "held"], rows), _when(result)])
+
+
 def encryption(results: list[Result]) -> str:
     """Plain against encrypted index: build, bytes, phrases found, refusals, retrieval."""
     return _each(_encryption_one, results)
@@ -1185,6 +1197,13 @@ chat clients (every other answer streamed) and retrieve clients at once; a 503 c
 The chat page in headless Chromium: [serve_chat_page.png](results/serve_chat_page.png).""", serve),
 
 
+    Section("Hostile server", ("hostile_server.json",), """\
+`python -m benchmarks.hostile_server`: issue 61's attacks on `edge-rag serve` over a fresh index of the
+demo's conversations on 127.0.0.1, real HTTP: cross-origin and rebound requests, bombs (refused in at most
+10 s with the server's RSS growing at most 300 MiB), an upload past its time limit, floods of `/health`
+and of slow connections (the server started with a soft limit of 1,024 open files), a word of 2 MB, a
+delete then `kill -9`, key files.""",
+            hostile_server),
     Section("Encryption at rest", ("encryption_*.json",), """\
 `python -m benchmarks.encryption [--docs N]`: LiHua-World conversations built into a plain and a
 SQLCipher-encrypted index in one run (alternating: plain, encrypted, encrypted, plain); every file

@@ -19,6 +19,7 @@ from .engine import Engine, encrypted_store
 from .errors import BadDocument
 from .index import Document, InsertReport, Skipped, read_sources
 from .index.graph_export import graph_data
+from .index.limits import Limits
 from .index.sync import Syncer, SyncReport, dry_report, idle_report
 from .index.sync import plan as sync_plan
 from .index.sync import touch as sync_touch
@@ -92,20 +93,24 @@ class EdgeRAG:
 
     # -- writing ------------------------------------------------------------------------
 
-    def insert(self, *paths: str | Path | Document, progress: bool | None = None) -> InsertReport:
+    def insert(self, *paths: str | Path | Document, progress: bool | None = None,
+               stop: Callable[[], None] | None = None) -> InsertReport:
         """Insert files, folders (recursive), zip archives or ``Document`` objects.
 
         Supported files: .txt, .md, .json/.jsonl (records with a text field), .zip of those, and
         .pdf, .html/.htm, .eml, .mbox, .docx, .csv (``index/formats/``; PDF and Word need extras).
         Each document commits on its own; duplicates (same content) are skipped and bad
-        documents are reported in ``InsertReport.failed`` without stopping the rest.
+        documents are reported in ``InsertReport.failed`` without stopping the rest. With ``stop``
+        (called between documents and chunk groups; what it raises stops the insert) the call is
+        one transaction: stopped, it leaves the index as it was.
         """
         engine, settings = self._engine, self._engine.settings
         files = [p for p in paths if not isinstance(p, Document)]
         docs = [p for p in paths if isinstance(p, Document)]
-        stream = _chain(docs, files, int(settings.max_document_mb * 2**20), settings.follow_symlinks)
+        stream = _chain(docs, files, Limits.of(settings), settings.follow_symlinks)
         with WriteLock(self.directory), engine.store.unmapped():
-            report = engine.indexer().insert(stream, settings.progress if progress is None else progress)
+            show = settings.progress if progress is None else progress
+            report = engine.indexer().insert(stream, show, stop)
             self._after_write(report.chunks)
             return report
 
@@ -126,8 +131,7 @@ class EdgeRAG:
             if found.idle:
                 sync_touch(engine.store, found)
                 return idle_report(found)
-            limit = int(settings.max_document_mb * 2**20)
-            syncer = Syncer(engine.store, engine.indexer(), limit, settings.follow_symlinks)
+            syncer = Syncer(engine.store, engine.indexer(), Limits.of(settings), settings.follow_symlinks)
             report = syncer.apply(found, settings.progress if progress is None else progress)
             self._after_write(report.chunks)
             return report
@@ -275,7 +279,7 @@ class EdgeRAG:
         self._engine.forget()
 
 
-def _chain(docs: list[Document], files: list, limit: int,
+def _chain(docs: list[Document], files: list, limit: Limits,
            follow_symlinks: bool) -> Iterator[Document | BadDocument | Skipped]:
     yield from docs
     yield from read_sources(files, limit, follow_symlinks)

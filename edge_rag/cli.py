@@ -295,6 +295,9 @@ def _add_serve(commands: Any) -> None:
                        help="time limit of a request, waiting included (default: %(default)s)")
     serve.add_argument("--cors-origin", action="append", default=None, metavar="ORIGIN",
                        help="allow browser pages from ORIGIN to call the API (repeatable; default: none)")
+    serve.add_argument("--allow-host", action="append", default=None, metavar="NAME",
+                       help="a host name or address clients may reach the server by, besides "
+                       "loopback and --host (repeatable; any other Host header is refused)")
     serve.set_defaults(handler=_serve)
 
 
@@ -332,7 +335,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def _key_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key-file", type=Path, default=None, metavar="FILE",
-                        help=f"file holding the key of an encrypted index (default: ${KEY_ENV})")
+                        help=f"file holding the key of an encrypted index (default: ${KEY_ENV}); "
+                        "other users may not read it")
+    parser.add_argument("--insecure-key-file", action="store_true",
+                        help="accept key and token files other users can read (for tests only)")
 
 
 # -- handlers ------------------------------------------------------------------------------
@@ -473,7 +479,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     Settings.load(args.profile)  # validate the profile before loading anything
     return serve(ServeOptions(args.index, args.profile, args.host, args.port, args.token_file,
-                              args.queue, args.timeout, args.cors_origin or [], args.json, _key(args)))
+                              args.queue, args.timeout, args.cors_origin or [], args.json, _key(args),
+                              args.allow_host or [], args.insecure_key_file))
 
 
 def _delete(args: argparse.Namespace) -> int:
@@ -566,14 +573,15 @@ def _open(args: argparse.Namespace, create: bool = False, **overrides: Any) -> E
 
 def _key(args: argparse.Namespace) -> bytes | None:
     """The key of ``--key-file``, else of ``$EDGE_RAG_KEY_FILE`` (never a command-line value)."""
-    return read_key_file(args.key_file) if args.key_file else key_from_env()
+    insecure = args.insecure_key_file
+    return read_key_file(args.key_file, insecure) if args.key_file else key_from_env(insecure)
 
 
 def _change_key(args: argparse.Namespace) -> int:
     key = _key(args)
     if key is None:
         raise WrongKey(f"{args.command} needs the key: --key-file FILE or ${KEY_ENV}")
-    new_key = read_key_file(args.new_key_file) if args.command == "rekey" else None
+    new_key = read_key_file(args.new_key_file, args.insecure_key_file) if args.command == "rekey" else None
     old, new = {"encrypt": (None, key), "decrypt": (key, None), "rekey": (key, new_key)}[args.command]
     EdgeRAG.change_key(args.index, old, new)
     _emit(args, {"index": str(args.index), "encrypted": new is not None},

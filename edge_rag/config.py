@@ -72,6 +72,8 @@ class Settings:
     execution_provider: str = "cpu"
     top_k: int = 5
     max_document_mb: float = 64.0
+    max_inflated_mb: float = 64.0
+    max_members: int = 10000
     follow_symlinks: bool = False
     sqlite_cache_mb: int = 16
     sqlite_mmap_mb: int = 64
@@ -100,6 +102,9 @@ class Settings:
     planner_fallback: str = "ppr"
     memory_budget_mb: int = 0
     memory_policy: str = "refuse"
+    serve_connections: int = 64
+    serve_header_seconds: float = 10.0
+    serve_keep_alive_seconds: int = 5
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -126,7 +131,12 @@ class Settings:
                "ort_graph_optimization must be disable, basic, extended or all")
         _check(self.execution_provider in ("cpu", "cuda"), "execution_provider must be cpu or cuda")
         _check(self.top_k >= 1, "top_k must be at least 1")
-        _check(self.max_document_mb > 0, "max_document_mb must be positive")
+        _check(self.max_document_mb > 0 and self.max_inflated_mb > 0,
+               "max_document_mb and max_inflated_mb must be positive")
+        _check(self.max_members >= 1, "max_members must be at least 1")
+        _check(self.serve_connections >= 2, "serve_connections must be at least 2")
+        _check(self.serve_header_seconds > 0 and self.serve_keep_alive_seconds >= 1,
+               "serve_header_seconds must be positive and serve_keep_alive_seconds at least 1")
         _check(self.vector_save_every >= 1, "vector_save_every must be at least 1")
         _check(self.extractor in EXTRACTORS, f"extractor must be one of {EXTRACTORS}")
         _check(self.extract_batch_size >= 1 and self.graph_batch_chunks >= 1,

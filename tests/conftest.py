@@ -21,6 +21,10 @@ FILM = ("Harbor Lights is a 1950 drama film directed by Mara Quill. It follows a
 DIRECTOR = ("Mara Quill (4 May 1912 – 9 June 1980) was a film director. Quill was born in Tallinn and "
             "studied painting before she made her first film.")
 EXPORT_HINT = "run 'edge-rag export embedder' first (the README's test command does)"
+DATASETS = ROOT.parent / "shared" / "datasets"
+# The few tests that read the benchmark data sets: CI has them beside the clone; a plain clone skips.
+needs_datasets = pytest.mark.skipif(not DATASETS.is_dir(), reason=f"needs the benchmark data sets in "
+                                    f"{DATASETS} (../shared/datasets beside the clone, as in CI)")
 
 
 @pytest.fixture(scope="session")

@@ -15,11 +15,13 @@ from benchmarks.datasets import DATASETS
 from benchmarks.planner_labels import _knowable, choose_label
 from edge_rag import Settings
 
+from .conftest import needs_datasets
+
 SCRIPTS = ["vector_recall", "slm_speed", "answer_accuracy", "retrieval", "graph_build", "planner_labels",
            "planner_eval", "suite", "memory", "peers", "code_speed", "answer_stage", "abstention",
            "slm_options", "gqa_node", "auto_latency", "decode_context", "formats", "folder_titles",
            "serve", "encryption", "injection", "behaviour", "board_slm", "export_memory",
-           "scale", "scale_build", "scale_marginal", "scale_density", "answer_rules"]
+           "scale", "scale_build", "scale_marginal", "scale_density", "answer_rules", "hostile_server"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -92,6 +94,7 @@ def test_the_suite_refuses_a_profile_that_cannot_fit_before_loading_anything(tmp
     assert written["refused"] and written["memory"]["budget_mb"] == 64
 
 
+@needs_datasets
 def test_every_peer_gets_the_evidence_of_its_questions_and_neighbours_up_to_the_size() -> None:
     asked, corpus = peers.subset("lihua", 2, 12)
     keys = [peers.evidence_key("lihua", d) for d in corpus]
@@ -183,6 +186,7 @@ def test_a_cached_answer_is_asked_again_when_the_rules_parse_its_question_otherw
     assert _stale({"answer": "x"}, asks)
 
 
+@needs_datasets
 def test_a_density_family_is_its_first_documents_up_to_lihuas_size() -> None:
     from benchmarks.scale_corpus import documents, text_bytes
     from benchmarks.scale_density import family_documents

@@ -53,3 +53,23 @@ def test_block_boundaries_do_not_change_chunks(embedder, cuts):
     blocks = [TEXT[a:b] for a, b in zip([0, *points], [*points, len(TEXT)])]
     chunker = _chunker(embedder)
     assert list(chunker.chunks(blocks)) == list(chunker.chunks([TEXT]))
+
+
+def test_a_word_of_megabytes_is_cut_into_chunks_under_the_character_cap(embedder):
+    import random
+
+    rng = random.Random(7)
+    word = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(2 << 20))
+    chunker = _chunker(embedder, size=128, overlap=32)
+    chunks = list(chunker.chunks(["Before the word.\n", word[: 1 << 20], word[1 << 20 :], "\nAfter it."]))
+    assert chunker.max_chars == 128 * 16
+    assert all(len(c.text) <= chunker.max_chars and 0 < c.n_tokens <= 128 for c in chunks)
+    assert chunks[0].text.startswith("Before the word.\n" + word[:100])
+    assert chunks[-1].text.endswith("\nAfter it.") and word[-100:] in chunks[-2].text + chunks[-1].text
+    assert len(word) <= sum(len(c.text) for c in chunks) < 2 * len(word)
+
+
+def test_prose_is_chunked_the_same_under_the_character_cap(embedder):
+    capped = list(_chunker(embedder).chunks([TEXT]))
+    uncapped = list(Chunker(embedder.tokenizer, 40, 10, max_chars=10**9).chunks([TEXT]))
+    assert capped == uncapped

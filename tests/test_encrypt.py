@@ -27,6 +27,13 @@ READER = ("import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1]); "
 WRONG_KEY_LINE = "edge-rag: error: index is encrypted: wrong or missing key\n"
 
 
+def secret_file(path: Path, text: str) -> Path:
+    """A key file only its owner may read (others' are refused)."""
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
 def phrases(folder: Path, count: int = 40) -> list[bytes]:
     """Distinctive phrases of a corpus: the text of chat messages of 30+ characters."""
     found = []
@@ -90,15 +97,14 @@ def test_retrieval_reads_as_the_plain_index_does(secret_index: Path, lihua_index
 
 def test_a_wrong_or_missing_key_is_refused_and_changes_nothing(secret_index: Path) -> None:
     before = {p.name: p.read_bytes() for p in secret_index.iterdir()}
-    for key in (None, "not the key", "ab" * 32):
+    for key in (None, "not the key at all", "ab" * 32):
         with pytest.raises(WrongKey, match="^index is encrypted: wrong or missing key$"):
             EdgeRAG.open(secret_index, create=False, key=key)
     assert {p.name: p.read_bytes() for p in secret_index.iterdir()} == before
 
 
 def test_the_cli_says_one_line_and_sqlcipher_stays_quiet(secret_index: Path, tmp_path: Path) -> None:
-    wrong = tmp_path / "wrong.key"
-    wrong.write_text("guess\n")
+    wrong = secret_file(tmp_path / "wrong.key", "a wrong guess of a key\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("EDGE_RAG_KEY_FILE", None)
     for extra in ([], ["--key-file", str(wrong)]):
@@ -116,8 +122,8 @@ def test_the_key_comes_from_a_file_never_from_an_argument() -> None:
 def test_encrypt_rekey_decrypt_round_trip(tmp_path: Path, lihua_dir: Path, model_folder,
                                           monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     index, old, new = tmp_path / "index", tmp_path / "old.key", tmp_path / "new.key"
-    old.write_text(KEY + "\n")
-    new.write_text("0123456789abcdef" * 4)  # 64 hex digits: a raw key
+    secret_file(old, KEY + "\n")
+    secret_file(new, "0123456789abcdef" * 4)  # 64 hex digits: a raw key
     files = sorted(lihua_dir.glob("*.txt"))[:3]
     with EdgeRAG.open(index, progress=False, vector_file_min=0) as rag:
         rag.insert(*files)
@@ -142,8 +148,7 @@ def test_encrypt_rekey_decrypt_round_trip(tmp_path: Path, lihua_dir: Path, model
 
 
 def test_conversions_refuse_what_they_cannot_do(tmp_path: Path, model_folder, capsys) -> None:
-    key = tmp_path / "k"
-    key.write_text(KEY)
+    key = secret_file(tmp_path / "k", KEY)
     with EdgeRAG.open(tmp_path / "plain", progress=False) as rag:
         rag.insert_text(SECRET, "secret.txt")
     reader = subprocess.Popen([sys.executable, "-c", READER, str(tmp_path / "plain" / "index.sqlite")],
@@ -182,7 +187,8 @@ def test_a_deleted_document_leaves_no_trace_in_any_file(tmp_path: Path, lihua_di
             assert files_holding(index, vectors[:1]) == {"chunks.usearch": vectors[:1]}
         assert rag.delete(doc) == 1
         assert engine.store.conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
-    needles = [b"marmalade zeppelin", b"Zorblax", b"ultraviolet", *vectors]
+        needles = [b"marmalade zeppelin", b"Zorblax", b"ultraviolet", *vectors]
+        assert files_holding(index, needles) == {}  # while the writer still holds the index open
     assert files_holding(index, needles) == {}
     with open_both(index, key=key, create=False) as (rag, engine):
         assert all(c.doc_id != doc for c in rag.retrieve("marmalade zeppelin").chunks)
@@ -203,6 +209,110 @@ def test_a_file_replaced_by_sync_leaves_no_trace_of_its_old_text(tmp_path: Path,
         (folder / "note.txt").write_text("The boiler is serviced every May.\n", encoding="utf-8")
         os.utime(folder / "note.txt", ns=(1, 1))  # the mtime moves even on a coarse clock
         assert rag.sync(folder).replaced == ["note.txt"]
+        assert files_holding(index, [b"marmalade zeppelin", b"Zorblax", b"ultraviolet"]) == {}  # still open
     assert files_holding(index, [b"marmalade zeppelin", b"Zorblax", b"ultraviolet"]) == {}
     with EdgeRAG.open(index, key=key, create=False) as rag:
         assert "boiler" in rag.retrieve("When is the boiler serviced?").chunks[0].text
+
+
+def test_only_64_hex_digits_are_a_raw_key_anything_else_is_derived(tmp_path: Path, model_folder) -> None:
+    from edge_rag.store.cipher import sqlcipher
+
+    passphrase = "0123456789abcdefghijklmnopqrstuv"  # 32 characters: once taken as a raw 256-bit key
+    with EdgeRAG.open(tmp_path / "index", key=passphrase.encode(), progress=False) as rag:
+        rag.insert_text(SECRET, "secret.txt")
+    module = sqlcipher()
+    for given, opens in ((f"x'{passphrase.encode().hex()}'", False), (passphrase, True)):
+        conn = module.connect(str(tmp_path / "index" / "index.sqlite"))
+        conn.execute("PRAGMA key = '" + given.replace("'", "''") + "'")
+        try:
+            assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 1 and opens
+        except module.DatabaseError:
+            assert not opens
+        finally:
+            conn.close()
+
+
+def test_a_key_file_others_can_read_is_refused_with_the_chmod(tmp_path: Path, model_folder, capsys) -> None:
+    key = secret_file(tmp_path / "key", KEY)
+    with EdgeRAG.open(tmp_path / "plain", progress=False) as rag:
+        rag.insert_text(SECRET, "secret.txt")
+    key.chmod(0o644)
+    assert main(["encrypt", "--index", str(tmp_path / "plain"), "--key-file", str(key)]) == 1
+    assert f"can be read by other users (mode 0644): run chmod 600 {key}" in capsys.readouterr().err
+    assert (tmp_path / "plain" / "index.sqlite").read_bytes().startswith(b"SQLite format 3")  # untouched
+    assert main(["encrypt", "--index", str(tmp_path / "plain"), "--key-file", str(key),
+                 "--insecure-key-file"]) == 0
+
+
+def test_a_short_passphrase_is_refused_and_rekey_moves_an_index_off_one(tmp_path: Path, model_folder) -> None:
+    from edge_rag.store.cipher import WeakKey, sqlcipher
+
+    with pytest.raises(WeakKey, match="shorter than 12 characters"):
+        EdgeRAG.open(tmp_path / "new", key="a", progress=False)
+    assert not (tmp_path / "new" / "index.sqlite").exists()
+    with EdgeRAG.open(tmp_path / "index", key=KEY, progress=False) as rag:
+        rag.insert_text(SECRET, "secret.txt")
+    conn = sqlcipher().connect(str(tmp_path / "index" / "index.sqlite"))  # an index keyed before the rule
+    conn.execute(f"PRAGMA key = '{KEY}'")
+    conn.execute("PRAGMA rekey = 'a'")
+    conn.close()
+    with pytest.raises(WeakKey):
+        EdgeRAG.open(tmp_path / "index", create=False, key="a")
+    with pytest.raises(WeakKey):
+        EdgeRAG.change_key(tmp_path / "index", "a", "b")
+    EdgeRAG.change_key(tmp_path / "index", "a", KEY)
+    with EdgeRAG.open(tmp_path / "index", create=False, key=KEY) as rag:
+        assert [d.source for d in rag.documents()] == ["secret.txt"]
+
+
+KILLED_WRITER = """
+import sys
+from edge_rag import EdgeRAG
+rag = EdgeRAG.open(sys.argv[1], create=False)
+removed = rag.delete(sys.argv[2])
+print(removed, flush=True)
+sys.stdin.read()  # alive, the index open, until killed
+"""
+
+
+def test_a_delete_by_the_cli_and_by_a_writer_killed_after_it_leaves_no_trace(tmp_path: Path, lihua_dir: Path,
+                                                                           model_folder, capsys) -> None:
+    index = tmp_path / "index"
+    with EdgeRAG.open(index, progress=False) as rag:
+        rag.insert(*sorted(lihua_dir.glob("*.txt"))[:2])
+        first = rag.insert_text(SECRET, "secret.txt").added[0]
+        second = rag.insert_text(SECRET.replace("noon", "dusk"), "secret-2.txt").added[0]
+    needles = [b"marmalade zeppelin", b"Zorblax", b"ultraviolet"]
+    with EdgeRAG.open(index, create=False) as reader:  # another handle, as a server's lanes hold
+        reader.documents()
+        assert main(["delete", first, "--index", str(index)]) == 0
+        assert files_holding(index, needles)  # the second still holds the phrase
+        writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(index), second],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+        try:
+            assert writer.stdout is not None and writer.stdout.readline().strip() == "1"
+            assert files_holding(index, needles) == {}  # the writer alive
+        finally:
+            writer.kill()
+            writer.wait()
+        assert files_holding(index, needles) == {}  # after kill -9
+        assert {first, second}.isdisjoint(d.id for d in reader.documents())
+
+
+def test_an_index_keyed_by_the_old_raw_rule_is_named_and_rekey_moves_it(tmp_path: Path, model_folder) -> None:
+    from edge_rag.store.cipher import sqlcipher
+
+    passphrase = "0123456789abcdefghijklmnopqrstuv"  # 32 characters: the old rule took them as the raw key
+    with EdgeRAG.open(tmp_path / "index", key=passphrase, progress=False) as rag:
+        rag.insert_text(SECRET, "secret.txt")
+    conn = sqlcipher().connect(str(tmp_path / "index" / "index.sqlite"))
+    conn.execute(f"PRAGMA key = '{passphrase}'")
+    conn.execute(f"PRAGMA rekey = \"x'{passphrase.encode().hex()}'\"")  # as an older edge-rag keyed it
+    conn.close()
+    with pytest.raises(WrongKey, match="keyed by an older edge-rag"):
+        EdgeRAG.open(tmp_path / "index", key=passphrase, create=False)
+    EdgeRAG.change_key(tmp_path / "index", passphrase, passphrase)
+    with EdgeRAG.open(tmp_path / "index", key=passphrase, create=False) as rag:
+        assert len(rag.documents()) == 1

@@ -13,7 +13,7 @@ from edge_rag import EdgeRAG, prompts
 from edge_rag.cli import main
 from edge_rag.guard import neutral, strip_instructions
 
-from .conftest import ROOT, SMALL_SLM
+from .conftest import ROOT, SMALL_SLM, needs_datasets
 
 # The whole data set is the point of one test here (no sentence of its 442 chats is withheld).
 LIHUA_ZIP = ROOT.parent / "shared" / "datasets" / "lihua-world" / "data" / "LiHuaWorld.zip"
@@ -51,6 +51,7 @@ def test_every_planted_instruction_of_the_set_is_caught_and_no_clean_line() -> N
         assert not followed(kept, case["canary"]), case["id"]
 
 
+@needs_datasets
 def test_lihua_world_has_no_sentence_taken_for_an_instruction() -> None:
     # So its answers are the same as before the guard: nothing withheld, prompts unchanged.
     with zipfile.ZipFile(LIHUA_ZIP) as archive:

@@ -185,8 +185,8 @@ def test_a_pipe_is_refused_not_waited_on(tmp_path):
     folder.mkdir()
     (folder / "a.txt").write_text("Alpha is a letter.")
     os.mkfifo(folder / "queue.txt")
-    named = list(read_sources([folder / "queue.txt"], max_bytes=1 << 20))
-    walked = list(read_sources([folder], max_bytes=1 << 20))
+    named = list(read_sources([folder / "queue.txt"], 1 << 20))
+    walked = list(read_sources([folder], 1 << 20))
     assert [type(item).__name__ for item in named] == ["BadDocument"]
     assert "not a regular file" in str(named[0])
     assert sorted(type(item).__name__ for item in walked) == ["Document", "Skipped"]

@@ -187,8 +187,9 @@ def test_every_protected_endpoint_wants_the_token(served: Server) -> None:
             assert reply.status == 401, (method, path, token)
             assert reply.json() == {"error": {"message": "unauthorized", "type": "authentication_error"}}
     cors = served.request("GET", "/health", token=None, headers={"Origin": "http://evil.example"})
-    assert "access-control-allow-origin" not in cors.headers  # CORS is off unless configured
-    health = served.request("GET", "/health", token=None).json()
+    assert cors.status == 403 and "access-control-allow-origin" not in cors.headers  # CORS is off
+    assert served.request("GET", "/health", token=None).json() == {"status": "ok"}  # up, nothing more
+    health = served.request("GET", "/health").json()
     assert health["ready"] and health["models"]["slm"] == SMALL_SLM and health["index"]["documents"] > 0
     page = served.request("GET", "/", token=None)
     assert page.status == 200 and b"<script>" in page.body and "frame-ancestors" in page.headers[
@@ -228,7 +229,8 @@ def test_a_client_that_leaves_stops_its_answer(served: Server) -> None:
     for _ in range(3):
         connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
         body = json.dumps({"stream": True, "messages": [{"role": "user", "content": QUESTION}]})
-        connection.request("POST", "/v1/chat/completions", body, {"Authorization": f"Bearer {TOKEN}"})
+        connection.request("POST", "/v1/chat/completions", body, {"Authorization": f"Bearer {TOKEN}",
+                                                                   "Content-Type": "application/json"})
         reply = connection.getresponse()
         assert reply.status == 200 and reply.readline().startswith(b"data: ")
         connection.close()  # gone before the answer
@@ -304,7 +306,8 @@ def test_sigterm_during_a_streamed_answer_exits_0_and_the_index_opens_clean(lihu
     url = urlparse(server.url)
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
     connection.request("POST", "/v1/chat/completions",
-                       json.dumps({"stream": True, "messages": [{"role": "user", "content": QUESTION}]}))
+                       json.dumps({"stream": True, "messages": [{"role": "user", "content": QUESTION}]}),
+                       {"Content-Type": "application/json"})
     reply = connection.getresponse()
     assert reply.readline().startswith(b"data: ")
     assert server.stop(signal.SIGTERM, timeout=30) == 0
@@ -324,6 +327,7 @@ def test_it_refuses_to_listen_beyond_loopback_without_a_token(lihua_index: Path,
     assert done.returncode == 1 and "without a token" in done.stderr
     short = tmp_path / "token"
     short.write_text("short\n")
+    short.chmod(0o600)
     done = subprocess.run([*command, "--token-file", str(short)], capture_output=True, text=True, env=env,
                           timeout=120)
     assert done.returncode == 1 and "shorter than" in done.stderr
@@ -428,6 +432,7 @@ def test_an_encrypted_index_is_served_with_its_key_file_and_refused_without(lihu
     index = copy_index(lihua_index, tmp_path)
     key_file = tmp_path / "key"
     key_file.write_text("a long passphrase for the served index\n", encoding="utf-8")
+    key_file.chmod(0o600)
     EdgeRAG.change_key(index, None, key_file.read_bytes().rstrip(b"\n"))
     command = [sys.executable, "-m", "edge_rag.cli", "serve", "--index", str(index), "--port", "0"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120,

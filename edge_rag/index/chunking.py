@@ -12,6 +12,10 @@ from tokenizers import Tokenizer
 
 MAX_LINE_CHARS = 1 << 14  # a longer line is cut at spaces before it is tokenized (index.md)
 LINE_BATCH = 256  # lines tokenized per call
+# A chunk holds at most this many characters per token of its budget. Prose is far below it;
+# text this sparse in tokens is not (a word of megabytes is one unknown token to the embedder,
+# and thousands of the SLM's; index.md).
+CHARS_PER_TOKEN = 16
 
 
 @dataclass(frozen=True)
@@ -23,19 +27,30 @@ class Chunk:
 
 
 class Chunker:
-    """Packs whole lines into chunks of at most ``max_tokens`` tokens.
+    """Packs whole lines into chunks of at most ``max_tokens`` tokens and ``max_chars``
+    characters (``CHARS_PER_TOKEN`` per token unless given).
 
     Consecutive chunks share trailing lines worth up to ``overlap`` tokens. A line longer
-    than the budget is cut into token windows that overlap by ``overlap`` tokens.
+    than the budget is cut into token windows that overlap by ``overlap`` tokens; a chunk over
+    the character cap is cut at spaces (or anywhere, when it has none) into pieces under it.
     """
 
-    def __init__(self, tokenizer: Tokenizer, max_tokens: int, overlap: int) -> None:
+    def __init__(self, tokenizer: Tokenizer, max_tokens: int, overlap: int,
+                 max_chars: int | None = None) -> None:
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens
         self.overlap = overlap
+        self.max_chars = max_chars or max_tokens * CHARS_PER_TOKEN
 
     def chunks(self, blocks: Iterable[str]) -> Iterator[Chunk]:
         """Chunks of a text given as a stream of blocks."""
+        for chunk in self._token_chunks(blocks):
+            if len(chunk.text) <= self.max_chars:
+                yield chunk
+            else:
+                yield from self._by_chars(chunk.text)
+
+    def _token_chunks(self, blocks: Iterable[str]) -> Iterator[Chunk]:
         current: list[tuple[str, int]] = []
         for line, n_tokens, offsets in self._tokenized_lines(blocks):
             if n_tokens > self.max_tokens:
@@ -77,6 +92,20 @@ class Chunker:
             tail.insert(0, (line, n_tokens))
             budget -= n_tokens
         return tail
+
+    def _by_chars(self, text: str) -> Iterator[Chunk]:
+        while text:
+            cut = len(text) if len(text) <= self.max_chars else self._cut(text)
+            piece, text = text[:cut].strip(), text[cut:]
+            encoding = self.tokenizer.encode(piece, add_special_tokens=False)
+            if len(encoding.ids) > self.max_tokens:
+                yield from self._split_long_line(piece, encoding.offsets)
+            elif piece:
+                yield Chunk(piece, len(encoding.ids))
+
+    def _cut(self, text: str) -> int:
+        space = max(text.rfind(" ", 0, self.max_chars), text.rfind("\n", 0, self.max_chars))
+        return space + 1 if space > self.max_chars // 2 else self.max_chars
 
     def _split_long_line(self, line: str, offsets: list) -> Iterator[Chunk]:
         step = self.max_tokens - self.overlap

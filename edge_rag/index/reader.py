@@ -5,10 +5,9 @@ are decoded with replacement (U+FFFD) and the document carries a warning; a file
 character is binary and rejected (at once when it is in the first ``SNIFF`` bytes, else when the
 stream reaches it). Empty or whitespace-only documents are rejected. Everything is streamed in
 blocks, so a large file is never held in memory whole, and no stream yields more than the
-document limit (a zip member is never inflated past it). A folder walk stays inside its folder
-(unless ``follow_symlinks``); zip members named ``../x`` or ``/x`` are refused; JSON nested too
-deeply is one refused document. Records are named ``file.jsonl#N`` (N counts from 0; a record's
-``id`` or ``title`` replaces N when present).
+document limit (a zip member is never inflated past it). A container (zip, ``.docx``, PDF, mbox)
+is read within the budget of ``limits.py``: its members' declared and inflated bytes and their
+count.
 
 Design: docs/design/index.md
 """
@@ -30,6 +29,7 @@ from typing import IO, Any
 
 from ..errors import BadDocument, MissingExtra
 from .formats import CONTAINERS, FORMATS, Blob, reader_for
+from .limits import Budget, Limits, as_limits, zip_entries
 from .titling import text_title
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -101,29 +101,31 @@ class SkipTally:
                 for first, count in self.groups.values()]
 
 
-def read_sources(paths: list[str | Path], max_bytes: int,
+def read_sources(paths: list[str | Path], limits: Limits | int,
                  follow_symlinks: bool = False) -> Iterator[Item]:
     """Documents from paths; a path that cannot be read yields a BadDocument instead.
 
-    A path given explicitly is read even through a symbolic link; inside a folder, a link that
-    leads out of the folder is followed only with ``follow_symlinks`` (else it is Skipped).
+    ``limits`` (or a document limit in bytes) bounds each document and container. A path given
+    explicitly is read even through a symbolic link; inside a folder, a link that leads out of
+    the folder is followed only with ``follow_symlinks`` (else it is Skipped).
     """
+    limits = as_limits(limits)
     for raw in paths:
         path = Path(raw)
         if not path.exists():
             yield BadDocument(f"{path}: no such file or directory")
         elif path.is_dir():
-            yield from _read_folder(path, max_bytes, follow_symlinks)
+            yield from _read_folder(path, limits, follow_symlinks)
         elif not path.is_file():
             yield BadDocument(f"{path}: not a regular file (a pipe, socket or device); not read")
         else:
-            yield from _read_file(path, max_bytes)
+            yield from _read_file(path, limits)
 
 
-def _read_folder(folder: Path, max_bytes: int, follow_symlinks: bool) -> Iterator[Item]:
+def _read_folder(folder: Path, limits: Limits, follow_symlinks: bool) -> Iterator[Item]:
     for path in walk(folder, follow_symlinks):
         if isinstance(path, Path):
-            yield from _read_file(path, max_bytes)
+            yield from _read_file(path, limits)
         else:
             yield path
 
@@ -182,16 +184,16 @@ def unsupported(path: Path) -> Skipped:
     return Skipped(str(path), f"{suffix} files are not a supported type", group=f"type {suffix}")
 
 
-def _read_file(path: Path, max_bytes: int) -> Iterator[Item]:
+def _read_file(path: Path, limits: Limits) -> Iterator[Item]:
     suffix = path.suffix.lower()
     try:
         size = path.stat().st_size
         if suffix == ".zip":
-            yield from _read_zip(path, max_bytes)
+            yield from _read_zip(path, limits)
             return
         if suffix not in CONTAINERS:
-            check_size(str(path), size, max_bytes)
-        yield from _read_blob(Blob.from_path(path, size), max_bytes)
+            check_size(str(path), size, limits.document)
+        yield from _read_blob(Blob.from_path(path, size), limits)
     except MissingExtra as exc:
         yield Skipped(str(path), str(exc), group=f"extra {FORMATS[suffix].extra}")
     except BadDocument as exc:
@@ -200,60 +202,77 @@ def _read_file(path: Path, max_bytes: int) -> Iterator[Item]:
         yield BadDocument(f"{path}: cannot read: {exc}")
 
 
-def _read_blob(blob: Blob, max_bytes: int) -> Iterator[Item]:
+def _read_blob(blob: Blob, limits: Limits) -> Iterator[Item]:
     """The documents of a file's bytes, on disk or in memory, by its extension (a format whose
     extra is missing raises ``MissingExtra``)."""
     read = reader_for(blob.suffix)
     if read is not None:
-        yield from read(blob, max_bytes)
+        yield from read(blob, limits)
         return
-    opener = capped_opener(blob.name, blob.open, max_bytes)
+    opener = capped_opener(blob.name, blob.open, limits.document)
     if blob.suffix in RECORD_SUFFIXES:
         yield from _read_records(blob.name, opener, blob.suffix)
     else:
         yield _text_document(blob.name, opener)
 
 
-def read_upload(name: str, data: bytes, max_bytes: int) -> Iterator[Item]:
+def read_upload(name: str, data: bytes, limits: Limits | int) -> Iterator[Item]:
     """Documents from a file's bytes held in memory (``edge-rag serve``'s uploads): ``name``'s suffix
     chooses the reader as for a file on disk, and nothing is written anywhere. A format whose extra
     is missing raises ``MissingExtra`` (a file on disk is Skipped instead)."""
     suffix = PurePosixPath(name).suffix.lower()
+    limits = as_limits(limits)
     try:
-        check_size(name, len(data), max_bytes)
+        check_size(name, len(data), limits.document)
         if suffix not in SUPPORTED:
             raise BadDocument(f"{name}: unsupported file type (supported: {', '.join(SUPPORTED)})")
         if suffix == ".zip":
-            yield from _read_zip(name, max_bytes, zipfile.ZipFile(io.BytesIO(data)))
+            yield from _read_zip(name, limits, data)
             return
-        yield from _read_blob(Blob.from_bytes(name, data), max_bytes)
+        yield from _read_blob(Blob.from_bytes(name, data), limits)
     except BadDocument as exc:
         yield exc
     except READ_ERRORS as exc:
         yield BadDocument(f"{name}: cannot read: {exc}")
 
 
-def _read_zip(path: Path | str, max_bytes: int, archive: zipfile.ZipFile | None = None) -> Iterator[Item]:
-    archive = archive or zipfile.ZipFile(path)
-    members = sorted(i.filename for i in archive.infolist() if not i.is_dir())
-    for name in members:
-        suffix = PurePosixPath(name).suffix.lower()
-        if suffix not in TEXT_SUFFIXES + RECORD_SUFFIXES:
-            continue
-        source = f"{path}/{name}"
-        opener = capped_opener(source, functools.partial(archive.open, name), max_bytes)
-        try:
-            _check_member_name(source, name)
-            check_size(source, archive.getinfo(name).file_size, max_bytes)
-            if suffix in RECORD_SUFFIXES:
-                yield from _read_records(source, opener, suffix)
-            else:
-                yield _text_document(source, opener)
-        except BadDocument as exc:
-            yield exc
-        except READ_ERRORS as exc:
-            yield BadDocument(f"{source}: cannot read zip member (damaged, or it inflates to other "
-                              f"than the archive says): {exc}")
+def _read_zip(path: Path | str, limits: Limits, data: bytes | None = None) -> Iterator[Item]:
+    """The text and record members of a zip, within its budget: the entries its end record
+    declares, then the sizes its directory declares, then the bytes inflated."""
+    def opener() -> IO[bytes]:
+        return io.BytesIO(data) if data is not None else open(path, "rb")
+
+    budget = Budget(str(path), limits)
+    with opener() as handle:
+        budget.declare(zip_entries(handle), 0)
+    archive = zipfile.ZipFile(opener())
+    members = sorted((i for i in archive.infolist() if not i.is_dir() and _readable(i.filename)),
+                     key=lambda i: i.filename)
+    budget.declare(len(archive.infolist()), sum(i.file_size for i in members))
+    for info in members:
+        yield from _read_member(archive, info, f"{path}/{info.filename}", budget)
+
+
+def _readable(name: str) -> bool:
+    return PurePosixPath(name).suffix.lower() in TEXT_SUFFIXES + RECORD_SUFFIXES
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, source: str,
+                 budget: Budget) -> Iterator[Item]:
+    name, limits = info.filename, budget.limits
+    opener = capped_opener(source, functools.partial(archive.open, name), limits.document, budget)
+    try:
+        _check_member_name(source, name)
+        check_size(source, info.file_size, limits.document)
+        if PurePosixPath(name).suffix.lower() in RECORD_SUFFIXES:
+            yield from _read_records(source, opener, PurePosixPath(name).suffix.lower())
+        else:
+            yield _text_document(source, opener)
+    except BadDocument as exc:
+        yield exc
+    except READ_ERRORS as exc:
+        yield BadDocument(f"{source}: cannot read zip member (damaged, or it inflates to other "
+                          f"than the archive says): {exc}")
 
 
 def _check_member_name(source: str, name: str) -> None:
@@ -264,6 +283,7 @@ def _check_member_name(source: str, name: str) -> None:
 
 
 def check_size(source: str, size: int, max_bytes: int) -> None:
+    """Refuse a document of ``size`` bytes over the document limit."""
     if size > max_bytes:
         raise BadDocument(
             f"{source}: {size / 2**20:.1f} MB is over the {max_bytes / 2**20:.0f} MB document "
@@ -271,19 +291,21 @@ def check_size(source: str, size: int, max_bytes: int) -> None:
         )
 
 
-def capped_opener(source: str, opener: Callable[[], IO[bytes]], max_bytes: int
-                  ) -> Callable[[], IO[bytes]]:
+def capped_opener(source: str, opener: Callable[[], IO[bytes]], max_bytes: int,
+                  budget: Budget | None = None) -> Callable[[], IO[bytes]]:
     """An opener whose streams refuse to yield more than ``max_bytes`` (a size on disk or in a
-    zip directory can understate what a stream delivers)."""
-    return lambda: io.BufferedReader(_Capped(source, opener(), max_bytes), BLOCK)
+    zip directory can understate what a stream delivers), counted into a container's budget."""
+    return lambda: io.BufferedReader(_Capped(source, opener(), max_bytes, budget), BLOCK)
 
 
 class _Capped(io.RawIOBase):
-    """A binary stream that raises BadDocument once more than ``limit`` bytes were read."""
+    """A binary stream that raises BadDocument once more than ``limit`` bytes were read, or
+    once its container's budget is spent."""
 
-    def __init__(self, source: str, inner: IO[bytes], limit: int) -> None:
+    def __init__(self, source: str, inner: IO[bytes], limit: int, budget: Budget | None = None) -> None:
         super().__init__()
         self.source, self.inner, self.limit, self.count = source, inner, limit, 0
+        self.budget = budget
 
     def readable(self) -> bool:
         return True
@@ -294,6 +316,8 @@ class _Capped(io.RawIOBase):
         if self.count > self.limit:
             raise BadDocument(f"{self.source}: more than the {self.limit / 2**20:.0f} MB document "
                               "limit when read (setting max_document_mb); refused")
+        if self.budget is not None:
+            self.budget.reach(self.source, self.count)
         buffer[: len(data)] = data
         return len(data)
 

@@ -26,6 +26,7 @@ from ..errors import BadDocument, EdgeRagError
 from ..progress import Progress
 from ..store import IndexStore
 from ..store.synced import FileState
+from .limits import Limits
 from .reader import BLOCK, Item, Skipped, SkipTally, read_sources, walk
 from .writer import Indexer, InsertReport
 
@@ -199,10 +200,11 @@ def _walk_notes(items: list[Item], report: SyncReport) -> None:
 class Syncer:
     """Applies a plan through an ``Indexer`` (the caller holds the index's write lock)."""
 
-    def __init__(self, store: IndexStore, indexer: Indexer, max_bytes: int, follow_symlinks: bool) -> None:
+    def __init__(self, store: IndexStore, indexer: Indexer, limits: Limits | int,
+                 follow_symlinks: bool) -> None:
         self.store = store
         self.indexer = indexer
-        self.max_bytes = max_bytes
+        self.limits = limits
         self.follow_symlinks = follow_symlinks
 
     def apply(self, found: SyncPlan, progress: bool) -> SyncReport:
@@ -221,6 +223,8 @@ class Syncer:
             bar.update()
         bar.close()
         self.indexer.finish(inserted, progress)
+        if report.documents_removed:
+            self.store.checkpoint()  # the removed text leaves the write-ahead log too
         _walk_notes(found.walk_items, report)
         report.failed += inserted.failed
         report.warnings += inserted.warnings
@@ -266,7 +270,7 @@ class Syncer:
         """The file's documents in place of its old ones, one transaction. Returns (documents
         removed, whether the file gave any), or None when it was skipped for a missing extra."""
         marks = _Marks.of(inserted)
-        extra = _ExtraWatch(read_sources([path], self.max_bytes, self.follow_symlinks))
+        extra = _ExtraWatch(read_sources([path], self.limits, self.follow_symlinks))
         with self.store.write():
             try:
                 self.indexer.write_documents(extra, inserted)

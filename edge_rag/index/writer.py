@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,14 +91,19 @@ class Indexer:
         self.chunker = chunker
         self.save_every = save_every
         self.graph = graph
+        self._stop: Callable[[], None] | None = None
 
-    def insert(self, documents: Iterable[Document | BadDocument | Skipped],
-               progress: bool) -> InsertReport:
+    def insert(self, documents: Iterable[Document | BadDocument | Skipped], progress: bool,
+               stop: Callable[[], None] | None = None) -> InsertReport:
         """Insert documents one transaction each, then extract their chunks into the graph.
 
         Bad documents are reported, never fatal; skipped paths become warnings. Chunks left
-        out of the graph by an earlier, interrupted run are extracted too.
+        out of the graph by an earlier, interrupted run are extracted too. With ``stop`` the
+        documents are one transaction, which whatever ``stop`` raises (it is called between
+        documents and between groups of a document's chunks) rolls back whole.
         """
+        if stop is not None:
+            return self._insert_whole(documents, progress, stop)
         report, start, unsaved = InsertReport(), time.perf_counter(), 0
         bar = Progress("indexing", "doc", enabled=progress)
         for doc, ready in self._ahead(documents):
@@ -116,10 +121,29 @@ class Indexer:
         report.seconds = time.perf_counter() - start
         return report
 
+    def _insert_whole(self, documents: Iterable[Document | BadDocument | Skipped], progress: bool,
+                      stop: Callable[[], None]) -> InsertReport:
+        report, start = InsertReport(), time.perf_counter()
+        self._stop = stop
+        try:
+            with self.store.write():
+                try:
+                    self.write_documents(_stopping(documents, stop), report)
+                    stop()
+                except BaseException:
+                    self.unwrite(report.added)
+                    raise
+        finally:
+            self._stop = None
+        self.finish(report, progress)
+        report.seconds = time.perf_counter() - start
+        return report
+
     def delete(self, doc_id: str) -> int:
         """Delete a document with its chunks, vectors and the graph it alone supports.
 
-        Returns the number of chunks removed. It is one transaction: all of it or nothing.
+        Returns the number of chunks removed. It is one transaction: all of it or nothing. The
+        write-ahead log is emptied after it (``IndexStore.checkpoint``): the text is in no file.
         """
         with self.store.write():
             chunk_ids = [c.id for c in self.store.document_chunks(doc_id)]
@@ -131,6 +155,7 @@ class Indexer:
         self.save_vectors()
         self.graph.save_vectors()
         self.graph.embed_pending()
+        self.store.checkpoint()
         return len(chunk_ids)
 
     def write_documents(self, documents: Iterable[Document | BadDocument | Skipped],
@@ -255,6 +280,8 @@ class Indexer:
         cache: dict[str, np.ndarray] = {}
         n_written = 0
         while group := list(itertools.islice(chunks, EMBED_GROUP)):
+            if self._stop is not None:
+                self._stop()
             vectors = self._embed_cached([c.text for c in group], cache)
             n_written += self._write_group(doc_id, n_written, group, vectors, added)
         return n_written
@@ -279,3 +306,15 @@ class Indexer:
             cache.update(zip(missing, self.embedder.embed_spread(missing)))
         return np.stack([cache[t] for t in texts])
 
+
+
+def _stopping(items: Iterable[Document | BadDocument | Skipped],
+              stop: Callable[[], None]) -> Iterator[Document | BadDocument | Skipped]:
+    """The items, with ``stop`` called before each one is read."""
+    iterator = iter(items)
+    while True:
+        stop()
+        item = next(iterator, None)
+        if item is None:
+            return
+        yield item

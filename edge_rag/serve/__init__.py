@@ -35,6 +35,8 @@ class ServeOptions:
     cors_origins: list[str] = field(default_factory=list)
     json: bool = False
     key: bytes | None = field(default=None, repr=False)
+    allow_hosts: list[str] = field(default_factory=list)
+    insecure_key_file: bool = False
 
 
 def serve(options: ServeOptions) -> int:
@@ -43,21 +45,18 @@ def serve(options: ServeOptions) -> int:
     uvicorn = require_extra()
     from ..models.pages import share_heap
     from .app import Service
-    from .routes import build_app
-    from .security import check_bind, load_token
+    from .connections import raise_open_files
 
-    token = load_token(options.token_file)
-    check_bind(options.host, token)
+    token = _checked_token(options)
     share_heap()  # the lanes' and clients' threads share one C heap arena: RSS stays near ask's
+    open_files = raise_open_files()
     service = Service.start(options.index, options.profile, options.queue, options.timeout,
                             options.key)
     caught: list[int] = []
     previous = {sig: signal.signal(sig, lambda sig, _frame: caught.append(sig))
                 for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        config = uvicorn.Config(build_app(service, token, options.cors_origins), host=options.host,
-                                port=options.port, log_level="warning", access_log=False, lifespan="off",
-                                server_header=False, timeout_graceful_shutdown=GRACE_SECONDS)
+        config = _config(uvicorn, service, options, token, open_files)
         server = _server_class(uvicorn)(config, service, options)
         server.run()
     finally:
@@ -65,6 +64,33 @@ def serve(options: ServeOptions) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0 if server.started else 1
+
+
+def _checked_token(options: ServeOptions) -> str | None:
+    from .security import check_bind, load_token
+
+    token = load_token(options.token_file, options.insecure_key_file)
+    check_bind(options.host, token)
+    return token
+
+
+def _config(uvicorn: Any, service: Any, options: ServeOptions, token: str | None, open_files: int) -> Any:
+    """uvicorn's configuration: the guarded app, the connection cap and timeouts of the profile."""
+    from .connections import protocol, quiet_floods
+    from .routes import build_app
+    from .security import Rules
+
+    settings = service.rag.settings
+    rules = Rules(token, [*options.allow_hosts, options.host], list(options.cors_origins))
+    config = uvicorn.Config(build_app(service, rules), host=options.host, port=options.port,
+                            log_level="warning", access_log=False, lifespan="off", server_header=False,
+                            timeout_graceful_shutdown=GRACE_SECONDS,
+                            limit_concurrency=settings.serve_connections,
+                            timeout_keep_alive=settings.serve_keep_alive_seconds,
+                            http=protocol(settings.serve_header_seconds, settings.serve_connections,
+                                          open_files, token))
+    quiet_floods()  # after uvicorn configured its loggers
+    return config
 
 
 def require_extra() -> Any:

@@ -1,5 +1,5 @@
-"""The service behind the endpoints: models loaded once, three lanes (the ASGI app around it is
-``routes.build_app``).
+"""The service behind the endpoints: models loaded once, three lanes, the index's counts kept in
+memory for ``/health`` (the ASGI app around it is ``routes.build_app``).
 
 Design: docs/design/serve.md
 """
@@ -7,15 +7,19 @@ Design: docs/design/serve.md
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
 from ..api import EdgeRAG
+from ..errors import BadDocument
+from ..index import Document, InsertReport
+from ..index.limits import MB, Limits
+from ..index.reader import Item, Skipped, SkipTally
 from ..retrieve import Retrieval
 from . import chat
 from .chat import BadRequest, ChatRequest
@@ -28,6 +32,7 @@ WRITING_WAITING = 8  # inserts and deletes waiting on the writing lane
 JSON_LIMIT = 1 << 20  # bytes of a JSON body
 UPLOAD_LIMIT_MB = 16.0  # an uploaded file, at most (and at most max_document_mb)
 FORM_OVERHEAD = 64 << 10  # bytes of a multipart form besides its file
+COUNTED = ("documents", "chunks", "entities", "relations")
 # At shutdown a lane's worker finishes its step (the SLM's and embedder's calls are interrupted; leaving
 # onnxruntime running while the interpreter exits would abort the process; serve.md).
 CLOSE_WAIT_SECONDS = 30.0
@@ -57,7 +62,9 @@ class Service:
         self.model = settings.slm
         self.max_tokens = settings.answer_max_tokens if settings.answer_stage == "plain" \
             else settings.focus_max_new_tokens
-        self.upload_limit = int(min(settings.max_document_mb, UPLOAD_LIMIT_MB) * 2**20)
+        self.upload_limit = int(min(settings.max_document_mb, UPLOAD_LIMIT_MB) * MB)
+        self.limits = Limits(self.upload_limit, int(settings.max_inflated_mb * MB), settings.max_members)
+        self.counts = index_counts(rag)
 
     @classmethod
     def start(cls, index: Path, profile: str | None, queue: int, timeout: float,
@@ -94,6 +101,14 @@ class Service:
     def body_limit(self, path: str) -> int:
         """Bytes a request body to ``path`` may have."""
         return self.upload_limit + FORM_OVERHEAD if path == "/v1/documents" else JSON_LIMIT
+
+    def health(self, authorized: bool) -> dict[str, Any]:
+        """``/health`` from memory: up; with the token also the models, the index's counts (as of
+        the last write) and the queues."""
+        if not authorized:
+            return {"status": "ok"}
+        return {"status": "ok", "ready": True, "models": self.models(), "index": self.counts,
+                "queues": self.queues()}
 
     def models(self) -> dict[str, str]:
         """The models in use (names only)."""
@@ -138,14 +153,32 @@ class Service:
         """Run a read of the index on the retrieval lane."""
         return await self._run(self.retrieval, lambda: work(self._reader))
 
-    async def write(self, work: Callable[[EdgeRAG], T]) -> T:
+    async def write(self, work: Callable[[EdgeRAG, Callable[[], None]], T]) -> T:
         """Run an insert or delete on the writing lane (the generation lane when the profile
-        extracts the graph with the SLM)."""
-        if self.rag.settings.extractor == "slm":
-            return await self._run(self.generation, lambda: work(self.rag))
-        self._writer = self._writer or self.rag.sibling()
-        writer = self._writer
-        return await self._run(self.writing, lambda: work(writer))
+        extracts the graph with the SLM). ``work`` gets the lane's handle and a hook that raises
+        ``Stopped`` once the request must stop (its time limit passed, its client left, the server
+        is closing); work that calls it stops there and rolls back, and the request waits for that
+        (no other deadline), so a 504 means nothing was written. The counts are renewed after."""
+        lane, rag = self.generation, self.rag
+        if self.rag.settings.extractor != "slm":
+            self._writer = self._writer or self.rag.sibling()
+            lane, rag = self.writing, self._writer
+
+        def run(job: Job) -> T:
+            result = work(rag, lambda: chat.stop_if_due(job))
+            self.counts = index_counts(rag)
+            return result
+
+        job = lane.submit(Job(run, self.timeout))
+        try:
+            return await job.result()
+        finally:
+            job.cancel()
+
+    async def add(self, parse: Callable[[], Iterable[Item]]) -> tuple[InsertReport, SkipTally]:
+        """Parse an upload and insert its documents on the writing lane, under the request's
+        deadline (``write``): stopped, nothing of it is in the index."""
+        return await self.write(lambda rag, stop: insert_upload(rag, parse, stop))
 
     async def _run(self, lane: Lane, work: Callable[[], T]) -> T:
         job = lane.submit(Job(lambda _job: work(), self.timeout))
@@ -168,3 +201,26 @@ class Service:
         if not isinstance(upload, UploadFile):
             raise BadRequest("the form has no 'file' field")
         return upload.filename or "upload", await upload.read()
+
+
+def insert_upload(rag: EdgeRAG, parse: Callable[[], Iterable[Item]],
+                  stop: Callable[[], None]) -> tuple[InsertReport, SkipTally]:
+    """Read an upload's documents (``stop`` asked after each one: a page, a message, a member),
+    then insert them as one transaction that ``stop`` may roll back. A refused document refuses
+    the upload (raised); skipped parts (an e-mail's attachments) are tallied."""
+    documents, skips = [], SkipTally()
+    for item in parse():
+        stop()
+        if isinstance(item, BadDocument):
+            raise item
+        if isinstance(item, Skipped):
+            skips.add(item)
+        elif isinstance(item, Document):
+            documents.append(item)
+    return rag.insert(*documents, progress=False, stop=stop), skips
+
+
+def index_counts(rag: EdgeRAG) -> dict[str, int]:
+    """Documents, chunks, entities, relations and the bytes of the index's files."""
+    stats = rag.stats().to_dict()
+    return {k: stats[k] for k in (*COUNTED, "total_bytes")}

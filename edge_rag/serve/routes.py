@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from importlib import resources
 from typing import Any
 
@@ -28,12 +28,12 @@ from ..errors import (
     UnknownMethod,
 )
 from ..index import Document
-from ..index.reader import Skipped, SkipTally, read_upload
+from ..index.reader import Item, read_upload
 from . import chat
 from .app import Service
 from .chat import BadRequest
 from .queue import Job, QueueFull, Stopped
-from .security import ASGIApp, BodyTooLarge, Guard, clean_message
+from .security import ASGIApp, BodyTooLarge, Guard, Rules, SlowBody, clean_message
 
 CLIENT_ERRORS = (BadRequest, BadDocument, UnknownMethod, ContextOverflow)
 # Streaming and uploads (docs/design/serve.md).
@@ -69,11 +69,9 @@ async def page(service: Service, request: Request) -> Response:
 
 
 async def health(service: Service, request: Request) -> Response:
-    """Ready, the models, the index's counts and the queues (no token needed)."""
-    stats = await service.read(lambda rag: rag.stats().to_dict())
-    counts = {k: stats[k] for k in ("documents", "chunks", "entities", "relations", "total_bytes")}
-    return JSONResponse({"status": "ok", "ready": True, "models": service.models(), "index": counts,
-                         "queues": service.queues()})
+    """Up (no token needed); with the token also the models, the index's counts and the queues.
+    Answered from memory, never from a lane."""
+    return JSONResponse(service.health(bool(getattr(request.state, "authorized", False))))
 
 
 async def models(service: Service, request: Request) -> Response:
@@ -166,6 +164,8 @@ def describe_error(exc: BaseException) -> tuple[int, str, str]:
         return 504, "timeout", str(exc)
     if isinstance(exc, BodyTooLarge):
         return 413, "invalid_request_error", str(exc)
+    if isinstance(exc, SlowBody):
+        return 408, "timeout", str(exc)
     if isinstance(exc, NoSuchDocument):
         return 404, "not_found", str(exc)
     if isinstance(exc, MissingExtra):  # an upload of a format whose library is not installed
@@ -203,11 +203,7 @@ async def documents(service: Service, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [
             {"doc_id": d.id, "source": chat.short_source(d.source), "chunks": d.n_chunks, "chars": d.n_chars}
             for d in docs]})
-    items = await _uploaded(service, request)
-    new, skips = [i for i in items if isinstance(i, Document)], SkipTally()
-    for skipped in (i for i in items if isinstance(i, Skipped)):  # an e-mail's attachments
-        skips.add(skipped)
-    report = await service.write(lambda rag: rag.insert(*new, progress=False))
+    report, skips = await service.add(await _uploaded(service, request))
     if report.failed:
         raise BadDocument(report.failed[0][1])
     return JSONResponse({"added": report.added, "chunks": report.chunks,
@@ -216,25 +212,19 @@ async def documents(service: Service, request: Request) -> Response:
                         status_code=201 if report.added else 200)
 
 
-async def _uploaded(service: Service, request: Request) -> list[Any]:
-    """The documents of a POST: ``{"text", "source"?, "metadata"?}`` or a multipart ``file``,
-    read from memory (nothing is written to disk)."""
+async def _uploaded(service: Service, request: Request) -> Callable[[], Iterable[Item]]:
+    """How to read the documents of a POST, ``{"text", "source"?, "metadata"?}`` or a multipart
+    ``file``, from memory (nothing is written to disk); read on the writing lane."""
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         name, data = await service.read_upload(request)
-        # Off the event loop: parsing a PDF of many MB takes a while.
         clean = upload_name(name)
-        items = await asyncio.to_thread(lambda: list(read_upload(clean, data, service.upload_limit)))
-    else:
-        body = await json_body(request)
-        if not isinstance(body, dict) or not isinstance(body.get("text"), str):
-            raise BadRequest("give JSON {\"text\": ..., \"source\": ...} or a multipart form with a 'file'")
-        metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else None
-        source = upload_name(str(body.get("source") or "text"))
-        items = [Document.from_text(body["text"], source, metadata)]
-    bad = [item for item in items if isinstance(item, BadDocument)]
-    if bad:
-        raise bad[0]
-    return items
+        return lambda: read_upload(clean, data, service.limits)
+    body = await json_body(request)
+    if not isinstance(body, dict) or not isinstance(body.get("text"), str):
+        raise BadRequest("give JSON {\"text\": ..., \"source\": ...} or a multipart form with a 'file'")
+    metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else None
+    document = Document.from_text(body["text"], upload_name(str(body.get("source") or "text")), metadata)
+    return lambda: [document]
 
 
 def upload_name(name: str) -> str:
@@ -247,7 +237,7 @@ def upload_name(name: str) -> str:
 async def delete(service: Service, request: Request) -> Response:
     """``DELETE /v1/documents/{doc_id}``."""
     doc_id = request.path_params["doc_id"]
-    removed = await service.write(lambda rag: rag.delete(doc_id))
+    removed = await service.write(lambda rag, _stop: rag.delete(doc_id))
     return JSONResponse({"doc_id": doc_id, "deleted": True, "chunks_deleted": removed})
 
 
@@ -260,13 +250,16 @@ async def json_body(request: Request) -> Any:
         raise BadRequest("the body is not valid JSON") from None
 
 
-def build_app(service: Service, token: str | None, cors: list[str] | None = None) -> ASGIApp:
-    """The ASGI app: routes, JSON errors, the token and size guard, CORS only when configured."""
+def build_app(service: Service, rules: Rules) -> ASGIApp:
+    """The ASGI app: routes, JSON errors, the guard (host, origin, token, content type, body),
+    CORS only when configured."""
     app = Starlette(routes=routes(service), exception_handlers={
         EdgeRagError: _error, HTTPException: _http_error, Exception: _error})
-    guarded: ASGIApp = Guard(app, token, service.body_limit)
-    if cors:
-        guarded = CORSMiddleware(guarded, allow_origins=cors, allow_methods=["GET", "POST", "DELETE"],
+    rules.limit, rules.body_seconds = service.body_limit, service.timeout
+    guarded: ASGIApp = Guard(app, rules)
+    if rules.origins:
+        guarded = CORSMiddleware(guarded, allow_origins=rules.origins,
+                                 allow_methods=["GET", "POST", "DELETE"],
                                  allow_headers=["authorization", "content-type"])
     return guarded
 

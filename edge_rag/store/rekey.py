@@ -1,4 +1,5 @@
-"""Encrypting, decrypting and re-keying an index: its SQLite file rewritten under another key.
+"""Encrypting, decrypting and re-keying an index: its SQLite file rewritten under another key (the
+old key may be a short passphrase, to move an index off it; the new one may not).
 
 Above ``sqlite.py`` and ``vectors.py`` (it removes the vector files), which ``cipher.py`` sits below.
 
@@ -29,6 +30,8 @@ def convert(directory: Path, old: Key | None, new: Key | None) -> None:
     if old is None and is_encrypted(path):
         raise WrongKey(f"index {directory} is already encrypted: change its key with 'edge-rag rekey'")
     check_key(path, old)
+    if new is not None:
+        key_text(new)  # a short new passphrase is refused before anything is written
     target.unlink(missing_ok=True)
     try:
         _export(path, old, target, new)
@@ -45,7 +48,7 @@ def convert(directory: Path, old: Key | None, new: Key | None) -> None:
 
 
 def _export(path: Path, old: Key | None, target: Path, new: Key | None) -> None:
-    conn = connect(path, old, cipher=True, isolation_level=None, timeout=2)
+    conn = connect(path, old, cipher=True, strict=False, isolation_level=None, timeout=2)
     module = sqlcipher()
     try:
         # Out of WAL mode: only possible for the one connection to the file, so no reader is

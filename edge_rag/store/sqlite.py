@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from ..config import Settings
-from ..errors import EmbedderMismatch, IndexCorrupt, NoSuchDocument, NotAnIndex, SchemaMismatch
+from ..errors import EmbedderMismatch, IndexCorrupt, IndexLocked, NoSuchDocument, NotAnIndex, SchemaMismatch
 from .cipher import Key, check_key, connect, database_errors
 from .codec import code_rows, decode_rows, encode_rows
 from .graph_tables import GraphTables, inserted_id, marks, parts
@@ -27,6 +27,7 @@ from .synced import SyncedTables
 from .walk import WalkTables
 
 DB_FILE = "index.sqlite"
+BUSY_SECONDS = 30  # how long a connection waits for another's lock before it fails (storage.md)
 PAGE_SIZE = 8192  # bytes per page of a new plain file (storage.md)
 
 
@@ -379,6 +380,16 @@ class IndexStore:
         """Share of the file's pages that are free (left by deletes, reclaimed by ``compact``)."""
         return self._pragma("freelist_count") / max(1, self._pragma("page_count"))
 
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the file and empty it (``TRUNCATE``): after a delete, the
+        text it removed is then in no file (deleted rows are overwritten in the file). Waits for
+        readers to leave the log (``busy_timeout``). Call outside a transaction."""
+        busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            raise IndexLocked(f"{self.path.parent}: a reader held the write-ahead log for "
+                              f"{BUSY_SECONDS} s; what was deleted stays in {DB_FILE}-wal until "
+                              "the next delete or the last close")
+
     def compact(self) -> None:
         """Rewrite the file without free pages (``VACUUM``) and empty the write-ahead log.
         Call outside a transaction, holding the write lock."""
@@ -427,7 +438,7 @@ def _check_directory(directory: Path, path: Path, create: bool) -> None:
 
 
 def _configure(conn: sqlite3.Connection, settings: Settings, encrypted: bool = False) -> None:
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
     # New files only (an existing file keeps its own): larger pages pack the chunk rows and the
     # graph's rows tighter than SQLite's default ones (storage.md). SQLCipher keeps its own page
     # size, so that its tools open the file with the key alone.

@@ -6,11 +6,11 @@ ones) for the reader (``index/reader.py``), which picks a module by file extensi
 imports it only when such a file turns up. PDF (``pdf.py``) needs pypdf, the ``[pdf]`` extra;
 Word (``docx.py``) python-docx, the ``[docx]`` extra; HTML, e-mail and CSV use the standard library.
 A format whose extra is missing raises ``MissingExtra`` naming the install command; the folder
-reader turns that into one ``Skipped`` item per file, and the insert report into one warning per
-format; an upload (``read_upload``) lets it rise (``serve``: HTTP 415). An ``.mbox`` is read only
-from disk (``mailbox`` wants a file): an uploaded one is refused.
-
-Design: docs/design/formats.md
+reader turns that into one ``Skipped`` item per file, and the insert report into one warning
+per format with the count of files; an upload (``read_upload``) lets it rise (``serve``: HTTP 415).
+An ``.mbox`` is read only from disk (``mailbox`` wants a file): an uploaded one is refused. Each
+reader gets the profile's ``Limits`` (``index/limits.py``); a container (``.docx``, PDF, mbox) reads
+within its budget. Design: docs/design/formats.md
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ FORMATS: dict[str, Format] = {
 CONTAINERS = (".mbox", ".csv")
 
 
-def reader_for(suffix: str) -> Callable[[Blob, int], Iterator[Any]] | None:
+def reader_for(suffix: str) -> Callable[[Blob, Any], Iterator[Any]] | None:
     """The reading function of a format's module for a file extension, or None."""
     found = FORMATS.get(suffix)
     if found is None:

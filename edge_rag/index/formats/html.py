@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from typing import IO
 
+from ..limits import Limits
 from ..reader import BLOCK, Document, Item, capped_opener, guarded
 from ..titling import best_title, short_line
 from . import Blob
@@ -80,9 +81,9 @@ def html_to_text(markup: str) -> tuple[str, str]:
     return " ".join(parser.title.split()), parser.take().strip()
 
 
-def read(blob: Blob, max_bytes: int) -> Iterator[Item]:
+def read(blob: Blob, limits: Limits) -> Iterator[Item]:
     """One document: the page's title on the first line, then its visible text."""
-    opener = capped_opener(blob.name, blob.open, max_bytes)
+    opener = capped_opener(blob.name, blob.open, limits.document)
     own, first = _title(opener)
     title = best_title(own, short_line(first), source=blob.name)
     yield Document(blob.name, lambda: guarded(blob.name, _blocks(opener, own)), {"title": title})

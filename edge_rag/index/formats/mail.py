@@ -9,8 +9,8 @@ Message-ID are metadata, and so is the number of attachments, which are not read
 with the count per insert). An mbox is read one message at a time (only the offsets of its
 messages are held), so memory stays flat however many it holds; its messages are named
 ``file.mbox#N`` (N from 0, in file order). A message that cannot be parsed or has no text is
-one BadDocument and the others still go in. The document size limit applies to each message.
-
+one BadDocument and the others still go in. The document size limit applies to each message;
+an mbox larger than ``max_inflated_mb`` or of more than ``max_members`` messages is refused whole.
 Design: docs/design/formats.md
 """
 
@@ -25,6 +25,7 @@ from email.message import EmailMessage, Message
 from pathlib import Path
 
 from ...errors import BadDocument
+from ..limits import Budget, Limits
 from ..reader import READ_ERRORS, Document, Item, Skipped, check_size
 from ..titling import best_title, short_line
 from . import Blob
@@ -35,11 +36,11 @@ BROKEN = (ValueError, LookupError, TypeError, AttributeError, UnicodeError, emai
 HEADERS = ("from", "to", "cc", "date", "message-id")
 
 
-def read(blob: Blob, max_bytes: int) -> Iterator[Item]:
+def read(blob: Blob, limits: Limits) -> Iterator[Item]:
     """The messages of an ``.eml`` or ``.mbox`` file, one document each (an mbox only from disk:
     the ``mailbox`` module reads files)."""
     if blob.suffix == ".eml":
-        check_size(blob.name, blob.size, max_bytes)
+        check_size(blob.name, blob.size, limits.document)
         with blob.open() as handle:
             raw = handle.read()
         yield from _message(raw, blob.name)
@@ -47,25 +48,29 @@ def read(blob: Blob, max_bytes: int) -> Iterator[Item]:
         yield BadDocument(f"{blob.name}: upload an .mbox with `edge-rag index` or `sync` "
                           "(it is read from a file on disk)")
     else:
-        yield from _mbox(blob.path, max_bytes)
+        budget = Budget(blob.name, limits)
+        budget.declare(0, blob.size)
+        yield from _mbox(blob.path, budget)
 
 
-def _mbox(path: Path, max_bytes: int) -> Iterator[Item]:
+def _mbox(path: Path, budget: Budget) -> Iterator[Item]:
     box = mailbox.mbox(path, create=False)
     try:
-        number = -1
-        for number, key in enumerate(box.iterkeys()):
-            yield from _mbox_message(box, key, f"{path}#{number}", max_bytes)
-        if number < 0:
+        keys = list(box.iterkeys())  # the offsets of the messages, found by one scan
+        budget.declare(len(keys), 0)
+        for number, key in enumerate(keys):
+            yield from _mbox_message(box, key, f"{path}#{number}", budget)
+        if not keys:
             yield BadDocument(f"{path}: no messages (an mbox starts each message with a 'From ' line)")
     finally:
         box.close()
 
 
-def _mbox_message(box: mailbox.mbox, key: str, source: str, max_bytes: int) -> Iterator[Item]:
+def _mbox_message(box: mailbox.mbox, key: str, source: str, budget: Budget) -> Iterator[Item]:
     try:
         raw = box.get_bytes(key)
-        check_size(source, len(raw), max_bytes)
+        budget.reach(source, len(raw))
+        check_size(source, len(raw), budget.limits.document)
         yield from _message(raw, source)
     except BadDocument as exc:
         yield exc

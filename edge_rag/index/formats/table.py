@@ -15,6 +15,7 @@ import io
 from collections.abc import Iterator
 
 from ...errors import BadDocument
+from ..limits import Limits
 from ..reader import TEXT_FIELDS, Document, Item, record_document
 from ..titling import best_title
 from . import Blob
@@ -23,7 +24,7 @@ SNIFF_CHARS = 16384  # characters the CSV dialect is sniffed from (formats.md)
 TITLE_COLUMNS = ("title", "name")
 
 
-def read(blob: Blob, max_bytes: int) -> Iterator[Item]:
+def read(blob: Blob, limits: Limits) -> Iterator[Item]:
     """A document per data row of a CSV file."""
     source = blob.name
     with io.TextIOWrapper(blob.open(), encoding="utf-8-sig", errors="replace", newline="") as stream:
