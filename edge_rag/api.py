@@ -171,8 +171,8 @@ class EdgeRAG:
         """Context for a question by one retrieval method: ``vector`` (VR, eq. 7), ``local``
         (LR, eqs. 8–11), ``dual`` (DR, eqs. 12–17), ``topology`` (TR, eqs. 18–29), ``ppr``
         (personalized PageRank over the weighted graph, beyond the paper), ``titles`` (passages
-        named by title, then the nearest chunks), ``none``,
-        or ``auto`` (the default): the planner (§3.3) chooses one, recorded in ``Retrieval.plan``."""
+        named by title, then the nearest chunks), ``none``, or ``auto`` (the default): the
+        planner (§3.3) chooses one, recorded in ``Retrieval.plan``."""
         engine = self._engine
         chosen = engine.plan(question) if method.lower() == "auto" else None
         retriever = make_retriever(chosen.method if chosen else method, engine.view(), engine.walk.get)
