@@ -1,4 +1,7 @@
-"""edge-rag: graph-based RAG (RAP-RAG) for small language models on small devices."""
+"""edge-rag: graph-based RAG (RAP-RAG) for small language models on small devices.
+
+Design: docs/design/README.md (one note per component), docs/design/api.md
+"""
 
 from . import import_order  # noqa: F401  (first: onnxruntime must load before usearch)
 from .api import EdgeRAG

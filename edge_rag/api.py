@@ -2,6 +2,8 @@
 
 ``EdgeRAG`` is what a user holds; the parts it works with (store, models, vector readers, walk
 graph, planner, answer stage) live in an ``Engine`` (``engine.py``) and stay private.
+
+Design: docs/design/api.md
 """
 
 from __future__ import annotations
@@ -168,8 +170,9 @@ class EdgeRAG:
     def retrieve(self, question: str, method: str = DEFAULT_METHOD, top_k: int | None = None) -> Retrieval:
         """Context for a question by one retrieval method: ``vector`` (VR, eq. 7), ``local``
         (LR, eqs. 8–11), ``dual`` (DR, eqs. 12–17), ``topology`` (TR, eqs. 18–29), ``ppr``
-        (personalized PageRank over the weighted graph, beyond the paper), ``titles``, ``none``,
-        or ``auto`` (the default): the planner (§3.3) chooses one, recorded in ``Retrieval.plan``."""
+        (personalized PageRank over the weighted graph, beyond the paper), ``titles`` (passages
+        named by title, then the nearest chunks), ``none``, or ``auto`` (the default): the
+        planner (§3.3) chooses one, recorded in ``Retrieval.plan``."""
         engine = self._engine
         chosen = engine.plan(question) if method.lower() == "auto" else None
         retriever = make_retriever(chosen.method if chosen else method, engine.view(), engine.walk.get)

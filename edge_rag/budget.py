@@ -1,47 +1,16 @@
 """The memory budget of a device profile: estimate what a session will take before loading it.
 
-The estimate adds up, in MiB:
+The estimate adds up, in MiB: ``runtime`` (the interpreter with the core libraries), ``embedder``
+(its files and session), ``index`` (SQLite's page cache and memory map, the vector files and the
+codes searched exactly in memory, ``ppr``'s walk files and per-query arrays) and ``slm`` (every
+file of its folder, the KV cache and activation arena per window token). The constants are fitted
+to peak RSS measured by ``python -m benchmarks memory`` and ``python -m benchmarks board_slm``.
 
-- ``runtime``: the interpreter with numpy, onnxruntime, usearch, tokenizers and rapidfuzz loaded
-  (107–108 MiB measured after ``import edge_rag`` on x86-64 Linux, Python 3.11);
-- ``embedder``: its ONNX file plus the session's working memory (measured: +55 MiB for the 22 MiB
-  int8 MiniLM after the first query);
-- ``slm``: every file of the SLM folder (weights are memory-mapped or copied; counting them whole
-  keeps the estimate on the safe side), plus per window token the KV cache (2 · layers · KV heads
-  · head size · 4 bytes, 1 for an int8 cache) and the activation arena, fitted to peak RSS
-  measured at 300- and 1,000-token prompts (SmolLM2-135M: 403 → 529 MiB; Qwen2.5-0.5B: 943 → 1,031
-  MiB). A GQA graph (manifest ``graph = "gqa"``) allocates its KV buffers for the whole window
-  (only the pages a prompt reaches are touched) and has no [heads, window, total] score tensors of
-  the unfused graph. Since issue 15 the session gives back the file pages of the weights
-  onnxruntime repacks (``models/pages.py``), runs without a memory arena and trims the heap after
-  each prefill, and exporter versions 2-4 wrote a 4-bit LM head in the compact fp32-compute layout:
-  Qwen2.5-0.5B 4-bit with blocks of 64 (355 MiB folder) answers in 577-610 MiB (763-773 before),
-  SmolLM2-135M 4-bit/8-bit-embedding (101 MiB) on the Pi Zero profile in 313 MiB. Fitted to those
-  five ``python -m benchmarks memory`` runs (0.9 left the Pi 4 profile at exactly 1.00x its peak): the
-  folder times ``GQA_WEIGHTS_FACTOR`` (the repacked weights, the tokenizer and the session) plus,
-  per window token, the KV bytes and ``GQA_ARENA_MB_PER_TOKEN``. Refitted for the 1.5B (issue 44,
-  ``python -m benchmarks board_slm``, 12 answers each with the Pi 5 settings): Qwen2.5-0.5B peaked at 684
-  MiB and the 1.5B (1,025 MB folder) at 1,356 MiB, against 633 and 1,289 estimated with 0.95;
-  1.2 puts the estimates at 1.05x and 1.13x those peaks. Version 5's int8-compute head costs 0-13
-  MiB more: 684 and 1,338 MiB on an AMD EPYC (``board_slm_rpi5.json``), 1.06x and 1.15x;
-- ``index``: the SQLite page cache and memory map (at most the database file) plus the USearch
-  files, which queries map and touch, and the codes of every kind searched exactly (no file:
-  fewer than ``vector_file_min`` vectors), which are read into memory. The graph retrievers'
-  transient working set is not a term of its own (dual on 2WikiMultihopQA: +165 MiB over
-  vector, next to 162 MiB of USearch files). Since issue 46 ``ppr``'s walk matrix, BM25 postings
-  and title table are files the build writes (``walk/``) and queries map: they count whole, like
-  the USearch files, plus ``WALK_BYTES_PER_NODE`` for the walk's dense per-query arrays (rank,
-  residual, seeds, pushes, fused scores); nothing else of ``ppr`` grows with the corpus in a
-  reader's memory (``benchmarks/results/scale.json``).
+With ``memory_policy = "degrade"`` a window that does not fit is halved (down to ``MIN_WINDOW``
+tokens, the context budget with it) before giving up; ``"refuse"`` gives up at once. Giving up
+raises ``MemoryBudgetExceeded`` naming every part and what to change.
 
-For the optimum graphs the estimate is on the safe side for Qwen2.5-0.5B (1.45-1.70x the
-measured peak) but not for SmolLM2-135M with the graph retrievers (the Pi Zero profile measured
-up to 741 MiB against 626); for the GQA graphs (the defaults) it is 1.07-1.13x with ``vector``.
-``python -m benchmarks memory`` measures every profile against this estimate.
-
-With ``memory_policy = "degrade"`` a window that does not fit is halved (down to 512 tokens, the
-context budget with it) before giving up; ``"refuse"`` gives up at once. Giving up raises
-``MemoryBudgetExceeded`` naming every part and what to change.
+Design: docs/design/budget.md
 """
 
 from __future__ import annotations
@@ -59,14 +28,15 @@ from .models.folder import ModelFolder
 from .store import walk_files
 from .store.vectors import in_memory_bytes
 
-MIB = 2**20
-RUNTIME_MB = 108.0
-EMBEDDER_WORK_MB = 32.0
-ARENA_MB_PER_TOKEN = 0.13
-GQA_WEIGHTS_FACTOR = 1.2
-GQA_ARENA_MB_PER_TOKEN = 0.02
-MIN_WINDOW = 512
-WALK_BYTES_PER_NODE = 6 * 8
+# Sizes in MiB, fitted to measured peak RSS; docs/design/budget.md gives each fit.
+MIB = 2**20  # bytes in a MiB
+RUNTIME_MB = 108.0  # the interpreter with numpy, onnxruntime, usearch, tokenizers and rapidfuzz
+EMBEDDER_WORK_MB = 32.0  # the embedder session's working memory, beside its files
+ARENA_MB_PER_TOKEN = 0.13  # an optimum (unfused) SLM graph's activation arena per window token
+GQA_WEIGHTS_FACTOR = 1.2  # a GQA SLM folder's bytes times this: repacked weights, tokenizer, session
+GQA_ARENA_MB_PER_TOKEN = 0.02  # a GQA graph's activations per window token
+MIN_WINDOW = 512  # the smallest window ``degrade`` halves the SLM's to
+WALK_BYTES_PER_NODE = 6 * 8  # ppr's dense float64 arrays per graph node (ppr.md)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
 """The ``edge-rag`` command line: export, bundle, index, sync, retrieve, ask, chat, delete, documents,
-stats, compact, graph, serve, encrypt, decrypt, rekey."""
+stats, compact, graph, serve, encrypt, decrypt, rekey.
+
+Design: docs/design/api.md
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""Typed runtime settings, loaded from a device profile (TOML) plus overrides."""
+"""Typed runtime settings, loaded from a device profile (TOML) plus overrides.
+
+Each field's meaning is in README's configuration table; the notes under docs/design/ say how the
+measured defaults were chosen.
+
+Design: docs/design/api.md
+"""
 
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ ANSWER_RULES = ("yesno", "choice", "who", "time", "when", "date", "terms", "date
                 "open", "names", "bare", "echo", "quote", "sentence", *ASK_RULES)
 FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr", "titles")
 # The method of the CLI, the Python API and the server when none is named: the planner chooses
-# (issue 44: it finds more of the evidence than vector and answers at least as well, README).
+# (issue 44: it finds more of the evidence than vector; its answers: docs/design/planner.md).
 DEFAULT_METHOD = "auto"
 PROFILE_DIR_ENV = "EDGE_RAG_PROFILES"
 HOME_ENV = "EDGE_RAG_HOME"
@@ -57,9 +63,8 @@ class Settings:
     no_threshold: float = 0.8
     source_guard: bool = True
     vector_dtype: str = "i8"
-    # Exact search up to 2^18 vectors of a kind: at the scale benchmark's 30x (97,781 chunks) an HNSW
-    # file at USearch's defaults found 45 % of the exact top 10 and LiHua dev recall@5 fell from
-    # 0.772 to 0.383 (vector) and 0.862 to 0.759 (ppr); exact, 0.772 and 0.858, 16 ms p50.
+    # Exact search up to 2^18 vectors of a kind: an HNSW file at USearch's defaults lost much of the
+    # true top 10 at the scale benchmark's largest size (docs/design/storage.md).
     vector_file_min: int = 262144
     threads: int = 0
     ort_memory_arena: bool = True

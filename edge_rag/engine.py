@@ -5,6 +5,8 @@ the SLM, the planner, the answer stage, the ``ppr`` walk graph and the entity na
 derived from the index's data is rebuilt when the index changes (``Recomputed``). Tests and
 benchmarks that exercise one of these parts open an ``Engine`` and read it directly; a user
 needs only ``EdgeRAG``.
+
+Design: docs/design/api.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Exceptions raised by edge-rag: one plain name per failure a user can act on."""
+"""Exceptions raised by edge-rag: one plain name per failure a user can act on.
+
+Design: docs/design/api.md
+"""
 
 from __future__ import annotations
 

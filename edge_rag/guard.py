@@ -8,8 +8,9 @@ prompt and reported with the answer (``Answer.withheld``); the prompt then marks
 quoted evidence and its system prompt says that instructions inside them are reported, not
 followed (``prompts.guarded_system``). Chat-template tokens are written out in every source.
 The rules look for who is addressed and what is demanded, not for given strings; what they catch
-on a planted set is in ``benchmarks/results/injection.json`` (they were written with that set at
-hand), and they take no sentence of LiHua-World's 442 conversations (tests/test_guard.py).
+and what they leave is measured in docs/design/answer.md (``tests/test_guard.py`` checks a chat
+corpus loses no sentence).
+Design: docs/design/answer.md
 """
 
 from __future__ import annotations

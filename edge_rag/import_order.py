@@ -4,6 +4,8 @@ onnxruntime 1.32's extension crashes the interpreter (SIGSEGV) when it is loaded
 usearch's compiled module in the same process (usearch 2.26, x86-64 and aarch64 wheels). edge_rag
 imports this module first, so its own imports are safe; a program that imported usearch before
 edge_rag gets an ImportError that says what to change instead of a crash.
+
+Design: docs/design/api.md
 """
 
 from __future__ import annotations

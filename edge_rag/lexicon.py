@@ -5,6 +5,8 @@ The fast extractor (``index/fast.py``) finds entities with these patterns; query
 (``retrieve/keywords.py``, eqs. 12 and 18) find the same kinds of terms in a question; the
 planner's cheap features (``plan/features.py``) count them. Keeping them in one place keeps the
 three in step, and keeps index, retrieve and plan from importing each other.
+
+Design: docs/design/questions.md
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ ANSWER_TYPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
 # Entity keys: the normalised name that identifies a surface entity, in the graph and in queries.
 SPACES = re.compile(r"\s+")
 EDGE_PUNCTUATION = " \t\"'`“”‘’.,;:!?()[]{}<>*#"
-FUZZY_MIN = 90  # rapidfuzz ratio at which a query n-gram names a graph entity
+FUZZY_MIN = 90  # rapidfuzz ratio at which a query n-gram names a graph entity (questions.md)
 
 
 def entity_key(name: str) -> str:

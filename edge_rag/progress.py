@@ -3,6 +3,8 @@
 The runtime may import only the standard library and its six packages, so this replaces
 tqdm: one line on standard error, redrawn in place on a terminal at most once per
 `interval` seconds; elsewhere (a log file, a pipe) a plain line at most every 30 seconds.
+
+Design: docs/design/api.md
 """
 
 from __future__ import annotations

@@ -4,39 +4,14 @@
 - Specific terms and word n-grams (``query_terms``, ``word_grams``), full dates (``iso_dates``).
 - Titles (``titled_chunks``, ``names_a_title``, ``compares_titles``): which documents a question
   names by title, through the index's ``TitleFinder`` (``retrieve/title_index.py``), read lazily.
+- Event clauses (``clauses``): a question that orders or measures two events is cut into one
+  clause per event, each retrieved on its own by ``ppr``.
+- Bridge questions (``first_hop``): "Where was the director of film X born?" becomes "Who is the
+  director of film X?" and "Where was {} born?", answered one link at a time.
+- Either-or questions about dates (``comparison``): one when-question per option, and whether the
+  earlier or the later date wins; the dates are compared in code, not by the model.
 
-Event clauses (``clauses``), each retrieved on its own (beyond the paper):
-
-A question that orders or measures two events — "Did Li Hua ask Yuriko to play music together
-before Wolfgang proposed to pause playing?", "Is the time interval more than 3 days between
-LiHua confirming ... and Adam asking ...?" — has its evidence in two conversations, one per
-event. One embedding of the whole question lands between the two and often finds neither in
-its first five documents. ``ppr`` therefore also ranks each event's clause on its own and
-interleaves the documents (see ``PPRRetriever``). The split needs no model: the question is cut at
-``before``/``after``, after ``between`` at ``and``, and else after ``from`` at the next ``to`` ("Did it
-take more than 3 weeks from LiHua planning on getting the air-conditioner to the air-conditioner
-being installed?"; LiHua-World dev Multi recall@5 0.702 → 0.721, one question, nothing else
-moved); a piece shorter than ``MIN_WORDS`` words
-("after work today", "after the workout") is glued back to its neighbour, and a question that
-yields fewer than two clauses is not split.
-
-Bridge questions, answered one link at a time (``first_hop``, beyond the paper):
-
-"Where was the director of film X born?" asks about someone the question never names. A small
-model given both passages answers with the director's name or the film's place more often than
-with the director's birthplace. Read as English, the question chains relation nouns
-(``lexicon.HOP_NOUNS``): "the R of D" and "D's R", kin words defined by two of them ("paternal
-grandfather" is the father of the father, ``lexicon.KIN_HOPS``). ``first_hop`` returns the
-innermost link as a question of its own ("Who is the director of film X?") and the rest with a
-gap for its answer ("Where was {} born?"); a question that is one link and nothing more ("Who
-is the father of X?") is not split.
-
-Either-or questions about dates (``comparison``, beyond the paper): "Which film came out first,
-A or B?", "Who was born later, A or B?", "Which film has the director who died first, A or B?"
-ask which of two dates is earlier. ``comparison`` turns one into a when-question per option
-("When was A released?", "When was the director of film A born?", a bridge question itself) and
-says whether the earlier or the later date wins; the comparing is then done on the dates read
-from the two answers, not by the model.
+Design: docs/design/questions.md
 """
 
 from __future__ import annotations
@@ -49,13 +24,14 @@ from typing import Protocol
 
 from .lexicon import HOP_NOUNS, KIN_HOPS, QUESTION_WORDS, STOPWORDS, names_a_relation, specific_terms
 
-MIN_WORDS = 4
-MAX_CLAUSES = 3
+# Event clauses and n-grams (docs/design/questions.md).
+MIN_WORDS = 4  # a clause of fewer words is glued back to its neighbour
+MAX_CLAUSES = 3  # clauses a question is cut into at most
 _ORDER = re.compile(r"\b(before|after)\b", re.IGNORECASE)
 _BETWEEN = re.compile(r"\bbetween\b(.+)", re.IGNORECASE)
 _AND = re.compile(r"\b(and)\b", re.IGNORECASE)
 _FROM_TO = re.compile(r"\bfrom\b(.+?)\b(to)\b(.+)", re.IGNORECASE)
-MAX_GRAM = 6
+MAX_GRAM = 6  # the longest word n-gram looked up as an entity name (questions.md)
 FILLER = STOPWORDS | QUESTION_WORDS | {"i"}
 MONTH_NUMBER = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
                                                "oct", "nov", "dec"))}
@@ -78,7 +54,7 @@ _TAIL = re.compile(r"\s+(?:(?:was|is|were)\s+)?(?:born|die|died|buried|study|stu
                    r"located)\b[^?]*\?\s*$"
                    r"|\s*\?\s*$")
 _ONE_LINK = re.compile(r"(?:who|whom|what)\s+(?:is|was|are|were)\s+\{\}\s*\?", re.IGNORECASE)
-MAX_HOPS = 3
+MAX_HOPS = 3  # links of a bridge question followed at most (questions.md)
 
 
 def clauses(question: str) -> list[str]:
@@ -169,7 +145,7 @@ def iso_dates(question: str) -> list[str]:
     """The question's full dates written as the graph names them (``YYYY-MM-DD``, as the
     extractor writes a conversation's ``Time:`` header): "20260405", "20260901_13:00",
     "2026-04-05" and "April 5, 2026". A date is a strong seed: only the conversations of that
-    day mention it (LiHua-World dev: 25 questions name a conversation by its date)."""
+    day mention it."""
     found = [f"{y}-{m}-{d}" for y, m, d in _COMPACT_DATE.findall(question)]
     found += [f"{y}-{MONTH_NUMBER[m.lower()[:3]]:02d}-{int(d):02d}"
               for m, d, y in _LONG_DATE.findall(question)]
@@ -190,9 +166,9 @@ class Hop:
 
 
 def first_hop(question: str) -> Hop | None:
-    """The innermost link of a question that chains relation nouns, or ``None`` (see the module
-    docstring): "Who is the father of the director of film X?" gives "Who is the director of
-    film X?" and "Who is the father of {}?"."""
+    """The innermost link of a question that chains relation nouns, or ``None`` (questions.md):
+    "Who is the father of the director of film X?" gives "Who is the director of film X?" and
+    "Who is the father of {}?"."""
     text = _spelled_out(question.strip())
     links = list(_LINK.finditer(text))
     if not links or not (tail := _TAIL.search(text, links[-1].end())):
@@ -208,9 +184,9 @@ def first_hop(question: str) -> Hop | None:
 def _names_one(described: str) -> bool:
     """Whether a link's description reads as one named thing: after at most two lowercase words
     ("film", "song"), it starts and ends with a capitalised word and has no lowercase word
-    between but small ones ("Gone with the Wind" does; neither "Li Hua arrive" of "What time
-    does Li Hua's mother arrive?" nor "Jake move to Boston" of "When did the sister of Jake move
-    to Boston?" does)."""
+    between but small ones ("Gone with the Wind" does; neither "Anna Berg arrive" of "What time
+    does Anna Berg's mother arrive?" nor "Jake move to Boston" of "When did the sister of Jake
+    move to Boston?" does)."""
     words = described.split()
     while words and words[0][0].islower() and len(described.split()) - len(words) < 2:
         words.pop(0)
@@ -250,7 +226,7 @@ _WHEN = {"born": "When was {} born?", "older": "When was {} born?", "younger": "
 
 
 def comparison(question: str) -> Comparison | None:
-    """The when-questions of an either-or question about dates, or ``None`` (module docstring)."""
+    """The when-questions of an either-or question about dates, or ``None`` (questions.md)."""
     match = next((m for p in (_COMPARED, _WAS_OR, _OUT_OF) if (m := p.match(question.strip()))), None)
     event, order = _event_and_order(match) if match else ("", "")
     if not match or not order:

@@ -5,7 +5,7 @@
 The labels (``planner_labels.jsonl`` next to this module) are made by
 ``python -m benchmarks planner_labels``: one row per dev query with its label A–F and the cheap
 features computed against that data set's index. Here each question is embedded with the default
-embedder, the head (features → 64 ReLU → 5, softmax) is trained with cross-entropy against
+embedder, the head (features → 64 ReLU → 6 labels A–F, softmax) is trained with cross-entropy against
 soft targets — spread evenly over every method that works for the query (the label is the
 simplest of them; a one-label target made the head pick the cheap method where a stronger one
 was as good, and lose recall to plain dual retrieval) — exported to ONNX, quantized to int8

@@ -1,17 +1,17 @@
 """Evidence-based abstention: does the evidence shown to the model cover what the question asks?
 
-A question the sources cannot answer ("What color did Li Hua paint the basement walls?") usually
+A question the sources cannot answer ("What color did she paint the basement walls?") usually
 names specifics the retrieved conversations never mention: retrieval still returns the nearest
-chats (about Li Hua, about the basement), but the question's own terms ("color", "paint") are
-missing from the chosen lines. A 0.5B model's own probability of saying "Insufficient
-information" does not tell these questions apart; counting the question's terms that no evidence
-word matches does. Tuned on LiHua-World dev (halves cross-validated): abstain when at least
-``abstain_terms`` terms are unsupported.
+chats, but the question's own terms ("color", "paint") are missing from the chosen lines. A 0.5B
+model's own probability of saying "Insufficient information" does not tell these questions
+apart; counting the question's terms that no evidence word matches does: abstain when at least
+``abstain_terms`` terms are unsupported (tuned on dev halves, docs/design/answer.md).
 
 Only questions that ask for a specific item are judged this way: a yes/no question about events
-the sources do not show is answered "No", not abstained on.
+the sources do not show is answered "No", not abstained on. Beyond the paper (§3 stops at
+retrieval): the abstention of issue 14.
 
-An interpretation beyond the paper (§3 stops at retrieval): the abstention of issue 14.
+Design: docs/design/answer.md
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ according conversation conversations discussion discussions chat chats message m
 mentioned mentions question specific specifically type kind sort main name named exactly
 """
 FRAMING = frozenset(FRAMING_WORDS.split())
-MATCH = 85
+MATCH = 85  # rapidfuzz ratio at which an evidence word supports a question term (answer.md)
 
 
 def terms(text: str) -> list[str]:

@@ -1,19 +1,16 @@
 """Focused context: the few evidence lines a small model needs, in a compact numbered form.
 
-``retrieve`` returns chunks; a 0.5B model reading ~1,000 tokens of raw chunks loses the evidence
-(and most of the latency is their prefill). Here the documents of the retrieved chunks are cut
-into lines (chat messages with their speaker; passage sentences with their title), each line is
-scored against the question with what the runtime already has (the loaded embedder's cosine,
-lexical overlap of the question's content words by rapidfuzz, the retrieval rank of its
-document), and the best lines fill a token budget. They are shown grouped by source, in their
-original order, under a one-line header (the chat's date, or the passage's title):
+``retrieve`` returns chunks; a 0.5B model reading a thousand tokens of raw chunks loses the
+evidence (and most of the latency is their prefill). Here the documents of the retrieved chunks
+are cut into lines (chat messages with their speaker; passage sentences with their title), each
+line is scored against the question with what the runtime already has (the embedder's cosine,
+lexical overlap by rapidfuzz, the retrieval rank of its document), and the best lines fill a
+token budget, grouped by source in their original order under a one-line header:
 
     [1] 20260105_14:00
-    AdamSmith: Can you check in at 5:30 PM?
-    LiHua: Sure, 5:30 PM works.
-
-An interpretation beyond the paper (§3 stops at retrieval): this is the "answer stage" of
-issue 14.
+    AdamBerg: Can you check in at 5:30 PM?
+    AnnaLee: Sure, 5:30 PM works.
+Beyond the paper (§3 stops at retrieval): the "answer stage" of issue 14. Design: docs/design/answer.md
 """
 
 from __future__ import annotations
@@ -32,14 +29,15 @@ CHAT_HEADER = re.compile(r"^\s*Time:\s*(\d{8}_?\d{2}:?\d{2})\s*$")
 SPEAKER = re.compile(r"^([^\s:][^:\n]{0,40}?):\s+(\S.*)$")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")
 CONTENT_WORD = re.compile(r"[A-Za-z0-9][\w'\-]*")
-LEXICAL_WEIGHT = 0.3
-HIT_WEIGHT = 0.1
-RANK_WEIGHT = 0.05
-TYPE_WEIGHT = 0.1
-DAY_WEIGHT = 0.3
-REPLY_DECAY = 0.05
-MAX_LINE_TOKENS = 64
-FUZZY_WORD = 85
+# A line's score terms beside its cosine, and its shape (docs/design/answer.md).
+LEXICAL_WEIGHT = 0.3  # IDF-weighted overlap with the question's content words
+HIT_WEIGHT = 0.1  # a line of a retrieved chunk itself
+RANK_WEIGHT = 0.05  # less per place of its document in the retrieval order
+TYPE_WEIGHT = 0.1  # a line holding a span of the answer's type (a time for "what time")
+DAY_WEIGHT = 0.3  # a line of a document of the day the question names
+REPLY_DECAY = 0.05  # a chat reply scores at least its predecessor's score less this per step
+MAX_LINE_TOKENS = 64  # a longer line is cut
+FUZZY_WORD = 85  # rapidfuzz ratio at which a line's word matches a question word
 
 
 @dataclass

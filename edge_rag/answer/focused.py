@@ -2,6 +2,8 @@
 the best lines of the retrieved documents (``focus``), constrains the start of the answer by
 question type (``forms``), abstains on evidence, and makes sure the answer cites a source and is
 more than citations.
+
+Design: docs/design/answer.md
 """
 
 from __future__ import annotations
@@ -31,11 +33,12 @@ CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
 # Citations ("[1]", "[1, 2]") and punctuation, nothing else: a bare number ("314159") is an answer.
 ONLY_CITATIONS = re.compile(r"^(?:[\s,.;:-]|\[\d+(?:\s*,\s*\d+)*\])*$")
 
-MAX_NAME_TOKENS = 8
+MAX_NAME_TOKENS = 8  # the longest name that may be a whole (who-)answer (answer.md)
 NO_ANSWER_STARTS = ("Insufficient", "insufficient", "INSUFFICIENT", " Insufficient", " insufficient")
-DATED_DOCS = 3
+DATED_DOCS = 3  # documents of the day a question names, looked up and shown first (answer.md)
 # The focused stage's rules, each switched off by its name in ``FocusedAnswerer.off`` (the setting
-# ``answer_rules_off``; measured one by one in benchmarks/answers/answer_rules.py): forced starts by answer
+# ``answer_rules_off``; measured one by one by benchmarks/answers/answer_rules.py, docs/design/answer.md):
+# forced starts by answer
 # form (yesno, choice, who, time, when), abstention on a missing date or unsupported terms (date,
 # terms), the named day's documents first (dated), the answer-span bonus and reply carry of the
 # evidence choice (span, replies), the free answer's first-token and name masks (open, names), and
@@ -245,7 +248,7 @@ class FocusedAnswerer:
         # whole chat message with its "Speaker:" prefix: a 0.5B model in that mode copies the
         # message most like the question instead of answering it. Nor, unless the question asks
         # who, is a speaker's name the whole answer ("ThaneChambers [2]" to "Which game does
-        # LiHua mention?"): after a name it must go on.
+        # Anna mention?"): after a name it must go on.
         name_ends = self._no_colon_tokens() if form.kind == "who" else self._name_goes_on_tokens()
         speakers = {compact_text(m.group(1)) for line in prepared.focus.lines
                     if (m := SPEAKER_LINE.match(line.text))}
@@ -317,8 +320,8 @@ class FocusedAnswerer:
         return text[: encoding.offsets[tokens - 1][1]] + "…", tokens + 1
 
 
-QUOTE_MATCH = 90
-QUOTE_CONTEXT_WORDS = 10
+QUOTE_MATCH = 90  # rapidfuzz ratio from which a source span is the answer's (answer.md)
+QUOTE_CONTEXT_WORDS = 10  # source words shown either side of that span
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -350,8 +353,8 @@ def quote(answer: str, focus: Focus) -> str:
     return text if len(text) > len(core) + 3 else ""
 
 
-SHARED_WORDS = 3
-SHARED_SHARE = 0.5
+SHARED_WORDS = 3  # content words a restated source sentence shares with the answer, at least (answer.md)
+SHARED_SHARE = 0.5  # and at least this share of its own
 CONTENT = re.compile(r"[a-z0-9]+")
 
 
@@ -359,7 +362,7 @@ def source_sentence(answer: str, focus: Focus) -> str:
     """The source sentence a longer answer restates, or "" if none does clearly.
 
     A 0.5B model asked for a phrase often writes a sentence around it instead ("Wolfgang and
-    LiHua are going ... to check out some new gear and get inspired for their next jam session"
+    Anna are going ... to check out some new gear and get inspired for their next jam session"
     for "Let's check out some new gear and get inspired for our next jam session!"). The chosen
     sentence shares the most content words with the answer (at least ``SHARED_WORDS``, and at
     least ``SHARED_SHARE`` of its own); it is quoted after the answer, so the reader sees the

@@ -5,6 +5,8 @@ to a span it can copy: a yes/no question starts with "Yes" or "No"; a who-questi
 that occurs in the sources; a when/what-time question with a date or time from the sources; a
 "which ..., A or B?" question with A or B. After that start the model writes freely (a short
 reason and the citation). Questions of no known type get no constraint.
+
+Design: docs/design/answer.md
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ DIED = re.compile(rf"\bdied\s+(?:on\s+|in\s+)?({_FULL_DATE})\b", re.IGNORECASE)
 NAME = re.compile(r"\b[A-Z][\w'\-]*(?:[ -](?:of |de |von |van |la |le )?[A-Z][\w'\-]*)*")
 NOT_NAME = re.compile(rf"(?:{MONTHS}|{WEEKDAYS}|[AP]M|OK|Hi|Hey|Thanks|Yes|No|Sure|Sounds|Great)\W*",
                       re.IGNORECASE)
-MAX_CANDIDATES = 40
+MAX_CANDIDATES = 40  # names or dates a forced start may choose from (answer.md)
 SPEAKER_LINE = re.compile(r"^([^\s:][^:\n]{0,40}?):\s")
 
 
@@ -89,7 +91,7 @@ def answer_form(question: str, evidence: str, chat: bool, best: list[str] | None
         match = CHOICE.search(question)
         return Form(kind, (match.group(1).strip(), match.group(2).strip()) if match else ())
     if kind == "who":
-        # The question's own subject is not its answer ("Who invites Li Hua ...?").
+        # The question's own subject is not its answer ("Who invites Anna Lee ...?").
         names = _best_names(best) if chat and best else _names(evidence, chat)
         names = tuple(n for n in names if not _named_in(n, question))
         said = _best_speaker(best, question) if chat and best and WHO_SAID.search(question) else ""
@@ -126,8 +128,8 @@ def answer_span(question: str) -> re.Pattern[str] | None:
 
 
 def _said_by_subject(question: str, evidence: str) -> str:
-    """In a chat, the lines of the speaker a what-time question is about ("What time does Li Hua
-    check in ...?" is answered by what Li Hua says), or all the evidence when that speaker has
+    """In a chat, the lines of the speaker a what-time question is about ("What time does Anna Lee
+    check in ...?" is answered by what Anna Lee says), or all the evidence when that speaker has
     no time to offer."""
     asked = compact_text(question)
     lines = [line for line in evidence.splitlines()
@@ -136,7 +138,7 @@ def _said_by_subject(question: str, evidence: str) -> str:
 
 
 def _named_in(name: str, question: str) -> bool:
-    """Whether the question names this person, in full ("Li Hua" for "LiHua") or by the first
+    """Whether the question names this person, in full ("Anna Lee" for "AnnaLee") or by the first
     part of the name ("Jake" for "JakeWatson")."""
     first = re.match(r"[A-Z][a-z]{2,}", name)
     words = {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
@@ -148,7 +150,7 @@ def _best_speaker(best: list[str], question: str) -> str:
 
     A "Who proposes X?" question is answered by whoever wrote the message most like X; left to
     choose, a 0.5B model often names someone the message addresses ("Great ideas, Thrall! How
-    about ...?" is Li Hua's proposal, not Thrall's).
+    about ...?" is Anna Lee's proposal, not Thrall's).
     """
     match = SPEAKER_LINE.match(best[0]) if best else None
     return match.group(1) if match and not _named_in(match.group(1), question) else ""
@@ -170,7 +172,7 @@ def _names(evidence: str, chat: bool) -> tuple[str, ...]:
 
 
 def compact_text(text: str) -> str:
-    """Lower-case letters and digits only ("Li Hua:" → "lihua"), to compare names as written."""
+    """Lower-case letters and digits only ("Anna Lee:" → "annalee"), to compare names as written."""
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 

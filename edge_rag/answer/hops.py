@@ -1,26 +1,16 @@
 """Bridge questions answered one link at a time (the ``hops`` rule), either-or questions about
 dates by comparing the dates of two when-answers (the ``compare`` rule); both beyond the paper.
 
-"Where was the director of film X born?" names the film, not the person whose birthplace it
-asks for. Retrieval finds both passages (the film's and the director's) for most such questions,
-yet a small model asked the whole question at once answers with the director's name, the film's
-country or the wrong person's birthplace: on 2Wiki dev (200 questions, Qwen2.5-Coder-1.5B,
-``auto``) it was right on 18 of the 105 that are not comparisons or yes/no questions.
-
 ``resolve`` asks the innermost link first (``questions.first_hop``: "Who is the director of film
 X?"), reads the bridge's name from that answer (``bridge_name``), and puts it into the rest of the
-question ("Where was John Ford born?"), up to ``questions.MAX_HOPS`` links. Each link is an
-ordinary ``ask``: its own retrieval, its own answer form (a who-answer starts with a name from
-its sources). When a link yields no name (an abstention, or a sentence rather than a name) the
-question is asked as it stands. The final answer keeps its own citations; the links' answers
-follow it as ``Answer.hops`` and their cited sources are appended to ``Answer.sources``.
+question ("Where was John Ford born?"), up to ``questions.MAX_HOPS`` links; a small model asked
+the whole question answers with the wrong person or place. ``compare`` answers "Which film came
+out first, A or B?" (``questions.comparison``) by a when-question per option, the first date of
+each answer (``date_of``) and the option whose date wins: a small model reads one date far more
+reliably than it compares two. Each link is an ordinary ``ask``; when a link yields no name or no
+date, the question is asked as it stands. The links' answers follow as ``Answer.hops``.
 
-``compare`` answers "Which film came out first, A or B?" (``questions.comparison``) by asking a
-when-question per option, reading the first date of each answer (``date_of``) and naming the
-option whose date wins: "A (1948) [1]". A 1.5B model asked the either-or question directly
-picks about as often as a coin (38 of 66 on 2Wiki dev); it reads one date far more reliably
-than it compares two. When either answer has no date, or both the same, the question is asked
-as it stands.
+Design: docs/design/answer.md
 """
 
 from __future__ import annotations
@@ -35,7 +25,7 @@ from ..questions import MAX_HOPS, comparison, first_hop
 from ..retrieve import Retrieval
 from .types import Answer, AnswerStage, AnswerStream
 
-MAX_BRIDGE_WORDS = 8  # a longer answer is a sentence, not a name
+MAX_BRIDGE_WORDS = 8  # a longer answer is a sentence, not a name (answer.md)
 _ANSWER_END = re.compile(r"\s*\[\d|\s+[—–]\s|\s+-\s|\s*\n")
 _ABSTAINS = re.compile(rf"\b{re.escape(NO_ANSWER.rstrip('.'))}\b|\bno source\b"
                        r"|\bnot (?:mentioned|given|known)\b", re.IGNORECASE)

@@ -1,5 +1,8 @@
 """The plain answer stage (``answer_stage = "plain"``): fit the retrieved chunks into the SLM's
-window as they are, number them, generate."""
+window as they are, number them, generate.
+
+Design: docs/design/answer.md
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from ..models.slm import SLM, GenerationConfig
 from ..retrieve import Retrieval, RetrievedChunk
 from .types import Answer, AnswerStream
 
-CHAT_OVERHEAD_TOKENS = 32
+CHAT_OVERHEAD_TOKENS = 32  # the chat template's tokens around a prompt (answer.md)
 
 
 class Answerer:

@@ -1,4 +1,7 @@
-"""What an answer stage returns: a whole ``Answer``, or an ``AnswerStream`` of its pieces."""
+"""What an answer stage returns: a whole ``Answer``, or an ``AnswerStream`` of its pieces.
+
+Design: docs/design/answer.md
+"""
 
 from __future__ import annotations
 

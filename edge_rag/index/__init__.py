@@ -1,4 +1,7 @@
-"""Ingest: read sources, chunk them by tokens, embed and write them to the store."""
+"""Ingest: read sources, chunk them by tokens, embed and write them to the store.
+
+Design: docs/design/index.md
+"""
 
 from .chunking import Chunk, Chunker
 from .reader import Document, Skipped, read_sources

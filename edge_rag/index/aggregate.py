@@ -1,7 +1,7 @@
 """Entity aggregation (paper §3.1): hybrid similarity within components, merges and Similar edges.
 
-Candidate generation (eq. 1) and the weakly connected components (eq. 2) need the entity
-vector index and live in ``graph_builder.py``; this module takes one component and applies eqs. 3–5:
+Candidate generation (eq. 1) is ``candidates.py``'s and the weakly connected components (eq. 2)
+``graph_builder.py``'s; this module takes one component and applies eqs. 3–5:
 
     S(e_i, e_j) = λ·EditSim(l_i, l_j) + (1 − λ)·AttrSim(a_i, a_j)
     EditSim = 1 − Levenshtein(l_i, l_j) / max(|l_i|, |l_j|)        AttrSim = Jaccard(a_i, a_j)
@@ -9,7 +9,9 @@ vector index and live in ``graph_builder.py``; this module takes one component a
 Pairs with S ≥ δ are related by a ``similar`` edge with score S, unless their names carry
 different numbers ("2026-01-06" and "2026-01-07" are near in edit distance but never the same
 thing). Pairs that are the same entity beyond doubt are merged instead (see ``same_entity``).
-component's contents, so the result does not depend on the order entities were inserted in.
+The result is a function of the component's contents, so it does not depend on the order
+entities were inserted in.
+Design: docs/design/aggregation.md
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ GENERIC_TYPES = frozenset({"", "unknown", "entity", "name", "other", "thing"})
 ARTICLES = re.compile(r"^(?:the|a|an)\s+")
 NON_ALNUM = re.compile(r"[\W_]+")
 DIGITS = re.compile(r"\d+")
-BLOCK_CELLS = 1 << 19  # (key, key) pairs scored at once: a few MiB of matrices
+BLOCK_CELLS = 1 << 19  # (key, key) pairs scored at once: a few MiB of matrices (aggregation.md)
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Aggregation:
 
 
 def compact(key: str) -> str:
-    """The name with articles, case, spaces and punctuation removed ("The Li-Hua" → "lihua")."""
+    """The name with articles, case, spaces and punctuation removed ("The Anna-Berg" → "annaberg")."""
     return NON_ALNUM.sub("", ARTICLES.sub("", key.casefold()))
 
 
@@ -128,9 +130,10 @@ def scored_pairs(keys: Sequence[EntityKey], lam: float, threshold: float,
                  alike: np.ndarray | None = None) -> ScoredPairs:
     """The pairs with S ≥ threshold (and, given labels per key, ``alike`` ones), in row-major
     order. Given labels, S is computed only within each group of keys sharing a label: a
-    component of 5,625 dates, times and quantities (30× LiHua-World) has 16 M pairs and few
-    with the same numbers. S is computed a block of at most ``BLOCK_CELLS`` pairs at a time (a
-    component never holds its n × n matrix) and only pairs a rule can use are kept."""
+    component of thousands of dates, times and quantities has millions of pairs and few with
+    the same numbers (docs/design/aggregation.md). S is computed a block of at most
+    ``BLOCK_CELLS`` pairs at a time (a component never holds its n × n matrix) and only pairs a
+    rule can use are kept."""
     scorer, n = _Scorer(keys, lam), len(keys)
     groups = [np.arange(n)] if alike is None else [g for column in alike.T for g in _label_groups(column)]
     parts = [part for members in groups for part in scorer.pairs(members, threshold)]
@@ -203,7 +206,7 @@ def aggregate(keys: Sequence[EntityKey], params: AggregationParams) -> Aggregati
     Every pair of the component is judged (eqs. 3–5), but only pairs that can pass a rule are
     visited in Python: keys whose compact names are equal, and pairs whose score S reaches the
     merge or the similar threshold (found with numpy), so a component of thousands of names
-    (2WikiMultihopQA's dates) costs a few matrix passes, not millions of Python calls."""
+    (a collection's dates) costs a few matrix passes, not millions of Python calls."""
     keys = sorted(keys, key=lambda k: k.key)
     numbers = _labels(keys, lambda k: tuple(DIGITS.findall(k.key)))
     compacts = _labels(keys, lambda k: compact(k.key), "")

@@ -2,23 +2,16 @@
 
     N(e_i) = {e_j | cos(v_i, v_j) ≥ τ}
 
-Interpretation: as before this module, N(e_i) is read from the ``per_key`` nearest name
-vectors of e_i (itself among them) and keeps those at cos ≥ τ; the cap bounds a name's
-degree in the candidate graph whose weakly connected components (eq. 2) are aggregated.
+Interpretation: N(e_i) is read from the ``per_key`` nearest name vectors of e_i (itself among
+them) and keeps those at cos ≥ τ; the cap bounds a name's degree in the candidate graph whose
+weakly connected components (eq. 2) are aggregated. Each name is searched once and its set kept,
+instead of once per build batch: a new name is searched with a range large enough to hold every
+name at cos ≥ τ and enters the sets it now belongs to; a removed name drops every set that held
+it. The sets are those a fresh search gives (up to the order of equal scores), and outlive the
+process (``save``/``restore``, ``store.CANDIDATES_FILE``) while the index is as it was saved (the
+entity vectors' generation and count, τ and the cap); an encrypted index keeps none.
 
-A build refreshes the graph batch by batch, and each batch re-derives whole components, so the
-same names (2WikiMultihopQA's 1,842 dates form one component) would be searched again in every
-batch. Here each name is searched once and its set kept: a new name is searched with a range
-large enough to hold every name at cos ≥ τ, and enters the sets of those names whose ``per_key``
-nearest it now belongs to; a removed name drops every set that held it, to be searched again
-when asked for. The sets are those a fresh search gives (up to the order of equal scores).
-
-The kept sets also outlive the process (``save``/``restore``, ``store.CANDIDATES_FILE``):
-each write is a new process, and without them its first batch searched every name of the
-components it reached again. Adding one conversation to LiHua-World grown 30x
-(``benchmarks/scale/scale_marginal.py``) reached ~6,000 names and spent half of its 45 CPU seconds
-searching them. The file is used only while the index is as it was saved (the entity vectors'
-generation and count, τ and the cap); an encrypted index keeps none.
+Design: docs/design/aggregation.md
 """
 
 from __future__ import annotations
@@ -37,9 +30,10 @@ import numpy as np
 from ..store import VectorIndex
 from ..store.codec import as_stored, pack_pairs, pack_sets, pair_ids, unpack_pairs, unpack_sets
 
+# The search of a name's candidates (docs/design/aggregation.md).
 RANGE_FACTOR = 4  # a new name is searched for RANGE_FACTOR × per_key neighbours, more if all pass τ
 TIES = 4  # names beyond the cap searched so that equal scores at the cap are broken by id
-FORMAT = 1
+FORMAT = 1  # the saved sets' layout; a file of another format is not read
 
 
 class Candidates:
@@ -49,8 +43,8 @@ class Candidates:
         self.vectors = vectors
         self.tau = tau
         self.per_key = per_key
-        # id -> (−cos, id) pairs, best first, packed (``codec.pack_pairs``): as lists of tuples,
-        # 3,000 of 2Wiki's names' sets took 1.3 MiB (traced), ~19 MiB of a build for all 44,794.
+        # id -> (−cos, id) pairs, best first, packed (``codec.pack_pairs``): lists of tuples took
+        # several times the memory over a large build (aggregation.md).
         self._near: dict[int, bytes] = {}
 
     def of(self, ids: Sequence[int], vector_of: Callable[[int], np.ndarray]) -> list[list[int]]:

@@ -1,4 +1,7 @@
-"""Token-budget chunking that keeps lines (turns, sentences, paragraphs) whole where it can."""
+"""Token-budget chunking that keeps lines (turns, sentences, paragraphs) whole where it can.
+
+Design: docs/design/index.md
+"""
 
 from __future__ import annotations
 
@@ -7,11 +10,11 @@ from dataclasses import dataclass
 
 from tokenizers import Tokenizer
 
-MAX_LINE_CHARS = 1 << 14
-LINE_BATCH = 256
+MAX_LINE_CHARS = 1 << 14  # a longer line is cut at spaces before it is tokenized (index.md)
+LINE_BATCH = 256  # lines tokenized per call
 # A chunk holds at most this many characters per token of its budget. Prose is far below it;
 # text this sparse in tokens is not (a word of megabytes is one unknown token to the embedder,
-# and thousands of the SLM's).
+# and thousands of the SLM's; index.md).
 CHARS_PER_TOKEN = 16
 
 

@@ -2,6 +2,8 @@
 
 Both extractors return ``Extraction`` objects that went through ``repair``: names stripped,
 empty names and self-loops dropped, duplicates folded, relation endpoints added as entities.
+
+Design: docs/design/index.md
 """
 
 from __future__ import annotations

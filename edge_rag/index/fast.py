@@ -4,6 +4,8 @@ Entities: chat speakers (``Name: message`` lines), capitalised name spans, dates
 quantities, quoted titles and a chunk's most frequent content words. Relations: a speaker and
 what their line mentions, spans co-occurring in one line (stronger when closer), speakers
 replying to each other, and a conversation's date with its speakers.
+
+Design: docs/design/index.md
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from dataclasses import dataclass
 from ..lexicon import NAME, PATTERNS, POSSESSIVE, STOPWORDS
 from .mentions import EntityMention, RelationMention
 
-SNIPPET_CHARS = 120
-CONCEPTS_PER_CHUNK = 4
-RELATIONS_PER_CHUNK = 24
+# What a chunk's extraction keeps (docs/design/index.md).
+SNIPPET_CHARS = 120  # characters of a line kept as a mention's description
+CONCEPTS_PER_CHUNK = 4  # most frequent content words made entities
+RELATIONS_PER_CHUNK = 24  # strongest relations kept
 
 SPEAKER = re.compile(r"^\s*([A-Z][\w'\-]*(?: [A-Z][\w'\-]*){0,3}):\s+(.+)$")
 TIME_HEADER = re.compile(r"^\s*Time:\s*(\d{4})(\d{2})(\d{2})_?(\d{2}):?(\d{2})")

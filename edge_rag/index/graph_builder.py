@@ -1,19 +1,16 @@
 """Building and maintaining the heterogeneous weighted graph (§3.1) from extracted mentions.
 
 Mentions are the truth; everything else is derived and rebuilt only where a change reaches:
+(1) every changed entity name (key) gets its row and name vector refreshed, or is dropped (a busy
+name from its running summary, ``summary.py``); (2) from the changed keys, candidate edges
+(eq. 1) are followed to the whole weakly connected component (eq. 2), with the keys that shared a
+node or a similar edge with them before the change; (3) each component is aggregated (eqs. 3–5,
+``aggregate.py``); a node that comes out as stored keeps its row, the others are made anew with
+their chunk links, and structural relations (weight ω_r) are derived again where their mentions
+or an endpoint changed. The content is a function of the mentions alone: it does not depend on
+insertion order (row ids do), and deleting a document restores the graph the others give.
 
-1. every changed entity name (key) gets its row and name vector refreshed, or is dropped (a
-   name of many mentions is summarised from a running summary, ``summary.py``);
-2. from the changed keys, candidate edges cos(v_i, v_j) ≥ τ (eq. 1) are followed through the
-   entity vector index to the whole weakly connected component (eq. 2), together with the
-   keys that shared a node or a similar edge with them before the change;
-3. each component is aggregated (eqs. 3–5, ``aggregate.py``) into merged nodes and similar
-   edges; a node that comes out as stored (same keys, name and type) keeps its row, the
-   others are made anew with their chunk links, and structural relations (with their weight
-   ω_r) are derived again where their mentions or an endpoint changed.
-
-Because the content is a function of the mentions alone, it does not depend on insertion order
-(row ids do), and deleting a document restores the graph the other documents give.
+Design: docs/design/index.md, docs/design/aggregation.md
 """
 
 from __future__ import annotations
@@ -52,9 +49,10 @@ from .extract import Extractor
 from .mentions import Extraction, chunk_hash, embedding_text
 from .summary import MergedKey, RunningSummary, most_frequent, summarise
 
-KEYWORD_CHARS = 120
-RELATION_TEXT_CHARS = 240
-CANDIDATES_PER_KEY = 32
+# The build's constants; docs/design/index.md and aggregation.md say how each was set.
+KEYWORD_CHARS = 120  # a relation's keywords in its embedded text
+RELATION_TEXT_CHARS = 240  # a relation's embedded text
+CANDIDATES_PER_KEY = 32  # the cap on a name's candidate set (eq. 1)
 STRUCTURAL_SLICE = 256  # region nodes whose structural relations are derived at once
 CACHE_EVERY = 16  # model extractions committed to the cache per transaction
 # ω_r = 1 − Π(1 − p_i) over a relation's mentions, with p_i = PER_MENTION · strength_i / 10:
@@ -121,7 +119,7 @@ class GraphBuilder:
                 chunk_ids = [c for c, _ in batch]
                 self.refresh(self.tables.keys_of_chunks(chunk_ids), pairs, chunk_ids)
             self.save_vectors()
-            # A batch's region (2Wiki: thousands of names and their relations) is built from
+            # A batch's region (thousands of names and their relations) is built from
             # many small objects; handing the freed heap back keeps the build's RSS from
             # ratcheting up batch by batch.
             trim_heap()
@@ -318,11 +316,10 @@ class GraphBuilder:
         Relations with an endpoint among the new nodes are derived again; between kept nodes,
         only those of key pairs whose mentions changed (every relation of a changed node when
         the pairs are not known). The others come from unchanged mentions between unchanged
-        nodes, so deriving them would give them back as they are: a 2Wiki batch reaches the
-        ~3,000 dates and years of one component and changes a few dozen of them."""
+        nodes, so deriving them would give them back as they are: a batch may reach thousands of
+        dates and years of one component and change a few dozen of them."""
         # ``known``: the changed keys' merged mentions, read once by ``refresh`` (they are the
-        # busy ones: at 30x LiHua-World a batch's 317 changed keys held 594k of its region's
-        # 627k mentions, and were read twice).
+        # busy ones, holding most of the region's mentions; index.md).
         infos = {k: v for k, v in known.items() if k in region}
         infos.update(self._merged_mentions(region - set(infos), added=()))
         groups, similar = [], []
@@ -395,8 +392,8 @@ class GraphBuilder:
 
         A node pair belongs to the slice holding its smallest ``whole`` node, and every
         mention of the pair touches that node's keys, so each relation is built once from all
-        of its mentions while only one slice's mentions are in memory (a 2Wiki batch's region
-        of dates and years reaches ~580k mentions: ~50 MiB of rows at once)."""
+        of its mentions while only one slice's mentions are in memory (a region of dates and
+        years may reach hundreds of thousands of mentions; docs/design/index.md)."""
         keys_of = _keys_of(node_of, whole)
         nodes, relations = sorted(keys_of), list[NewRelation]()
         for start in range(0, len(nodes), STRUCTURAL_SLICE):
@@ -455,8 +452,8 @@ class GraphBuilder:
     def embed_pending(self, progress: bool = False) -> int:
         """Embed structural relations that have no vector yet; returns how many."""
         # In id order: embedding them in text order instead (so that batch-mates, and with them
-        # the int8 graph's activation scale, follow from the texts alone) cost dual 0.015 of
-        # LiHua dev recall@5 (0.808 against 0.823) for no gain elsewhere.
+        # the int8 graph's activation scale, follow from the texts alone) cost dual recall for
+        # no gain elsewhere (index.md).
         pending = self.tables.relations_without_vector()
         bar = Progress("relation vectors", "relation", len(pending), enabled=progress)
         parts = [pending[start : start + 512] for start in range(0, len(pending), 512)]

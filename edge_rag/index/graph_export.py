@@ -1,4 +1,7 @@
-"""The graph as plain data: JSON-ready nodes and edges named by entity, or GraphML."""
+"""The graph as plain data: JSON-ready nodes and edges named by entity, or GraphML.
+
+Design: docs/design/index.md
+"""
 
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ def graphml(data: dict[str, Any]) -> str:
 
 
 def _find(tables: GraphTables, name: str) -> int:
-    """The node named ``name``, exactly or in another spelling ("Li Hua" finds "LiHua")."""
+    """The node named ``name``, exactly or in another spelling ("Anna Berg" finds "AnnaBerg")."""
     found = tables.entity_of_keys([entity_key(name)]).get(entity_key(name))
     if found is None:
         wanted = compact(name)

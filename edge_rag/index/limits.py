@@ -5,6 +5,8 @@ A container is checked twice: from what it declares before anything is inflated 
 directory, a PDF's page count, an mbox's size), then while it is read, byte by byte, since a
 declaration can lie. Over either, the container is one refused document naming the setting
 (``max_document_mb``, ``max_inflated_mb``, ``max_members``).
+
+Design: docs/design/index.md
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from typing import IO
 from ..config import Settings
 from ..errors import BadDocument
 
-MB = 1 << 20
+MB = 1 << 20  # bytes in a MiB, as the settings count them (index.md)
 END_RECORD = b"PK\x05\x06"
 END_RECORD64 = b"PK\x06\x06"
-TAIL = 22 + 0xFFFF  # the end record and the longest comment after it
+TAIL = 22 + 0xFFFF  # the end record and the longest comment after it (the zip format's)
 
 
 @dataclass(frozen=True)

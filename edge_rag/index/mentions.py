@@ -1,4 +1,7 @@
-"""What extraction yields: entity and relation mentions per chunk, normalised and repaired."""
+"""What extraction yields: entity and relation mentions per chunk, normalised and repaired.
+
+Design: docs/design/index.md
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,10 @@ from dataclasses import asdict, dataclass, field
 
 from ..lexicon import EDGE_PUNCTUATION, SPACES, entity_key
 
-FIELD_CHARS = 160
-MAX_STRENGTH = 10.0
-DEFAULT_STRENGTH = 5.0
+# Fields of a mention (docs/design/index.md).
+FIELD_CHARS = 160  # longest name or description kept
+MAX_STRENGTH = 10.0  # a relation's stated strength is clipped to [1, MAX_STRENGTH]
+DEFAULT_STRENGTH = 5.0  # the strength of a relation that states none
 CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 NON_WORD = re.compile(r"[\W_]+")
 REPEATS = re.compile(r"(.{1,4}?)\1{4,}")
@@ -66,7 +70,7 @@ class Extraction:
 
 
 def embedding_text(name: str) -> str:
-    """The text embedded for an entity name: CamelCase split ("LiHua" → "Li Hua")."""
+    """The text embedded for an entity name: CamelCase split ("AnnaBerg" → "Anna Berg")."""
     return CAMEL.sub(" ", SPACES.sub(" ", name).strip(EDGE_PUNCTUATION))
 
 

@@ -2,17 +2,14 @@
 
 Text policy: UTF-8 (a BOM is stripped; UTF-16 with a BOM is accepted). Invalid UTF-8 bytes
 are decoded with replacement (U+FFFD) and the document carries a warning; a file with a NUL
-character is binary and rejected (at once when it is in the first 8 KiB, else when the stream
-reaches it). Empty or whitespace-only documents are rejected. Everything is streamed in blocks,
-so a large file is never held in memory whole, and no stream yields more than the document
-limit (a zip member is never inflated past it). A container (zip, ``.docx``, PDF, mbox) is read
-within the budget of ``limits.py``: its members' declared and inflated bytes and their count.
+character is binary and rejected (at once when it is in the first ``SNIFF`` bytes, else when the
+stream reaches it). Empty or whitespace-only documents are rejected. Everything is streamed in
+blocks, so a large file is never held in memory whole, and no stream yields more than the
+document limit (a zip member is never inflated past it). A container (zip, ``.docx``, PDF, mbox)
+is read within the budget of ``limits.py``: its members' declared and inflated bytes and their
+count.
 
-Hostile input: a folder walk stays inside its folder (a symbolic link that leads out of it is
-skipped with a warning unless ``follow_symlinks``); zip members named ``../x`` or ``/x`` are
-refused; JSON nested too deeply is one refused document, not a crash. Records are named
-``file.jsonl#N`` (N counts the file's records from 0; a record's ``id`` or ``title`` replaces N
-when present) and an error about a record names it the same way.
+Design: docs/design/index.md
 """
 
 from __future__ import annotations
@@ -39,8 +36,8 @@ TEXT_SUFFIXES = (".txt", ".md")
 RECORD_SUFFIXES = (".json", ".jsonl")
 SUPPORTED = TEXT_SUFFIXES + RECORD_SUFFIXES + (".zip",) + tuple(FORMATS)
 TEXT_FIELDS = ("text", "body", "content")
-BLOCK = 1 << 16
-SNIFF = 8192
+BLOCK = 1 << 16  # bytes per streamed read (index.md)
+SNIFF = 8192  # bytes read first to tell a binary file (a NUL) before anything is decoded
 # What reading a damaged file or archive member can raise, besides BadDocument. zipfile raises
 # NotImplementedError for an unknown compression method, RuntimeError for an encrypted member.
 READ_ERRORS = (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)

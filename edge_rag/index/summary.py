@@ -3,20 +3,14 @@ aggregation (§3.1, eqs. 3–5) reads for each key.
 
 A name mentioned a few times is summarised from all its mentions (``summarise``): the most
 frequent spelling and non-generic type, and its most frequent descriptions within
-``DESCRIPTION_CHARS``. Reading every mention of a busy name is what made writes into a large
-index slow: at 30× LiHua-World, 1,668 names of more than ``BUSY`` mentions held 88 % of the
-1.2 M mentions, and a batch of new chats reached hundreds of them, each read in full (with the
-chunk text its descriptions are spans of) to add a few mentions.
+``DESCRIPTION_CHARS``. Beyond the paper, a name with more than ``BUSY`` mentions keeps a running
+summary in its ``entity_keys`` row (``RunningSummary``): the count of every (spelling, type) pair,
+and its descriptions sampled as the ``SAMPLE`` distinct ones of smallest hash (a bottom-k
+sample). Both are exact under insertion, so an insert reads only the new chunks' mentions of a
+busy name instead of all of them. The summary is still a function of the mentions alone
+(insertion order does not matter); a deletion reads the name's mentions again.
 
-Beyond the paper. A name with more than ``BUSY`` mentions keeps a running summary in its
-``entity_keys`` row (``RunningSummary``): the count of every (spelling, type) pair, and its
-descriptions sampled as the ``SAMPLE`` distinct ones of smallest hash (a bottom-k sample). Both
-are exact under insertion — counts add, and the k smallest of a union are the k smallest of
-the old k and the new — so an insert reads only the new chunks' mentions. Its attribute text is
-the sample (``DESCRIPTION_CHARS``, alphabetical), not the most frequent lines: frequencies of
-thousands of mostly distinct lines cannot be kept without keeping the lines. The summary is
-still a function of the mentions alone (insertion order does not matter); a deletion reads the
-name's mentions again.
+Design: docs/design/index.md
 """
 
 from __future__ import annotations
@@ -34,7 +28,7 @@ from .aggregate import GENERIC_TYPES, EntityKey
 
 BUSY = 64  # mentions above which a name keeps a running summary
 SAMPLE = 8  # distinct descriptions a busy name's attribute text is drawn from
-DESCRIPTION_CHARS = 400
+DESCRIPTION_CHARS = 400  # characters of a name's attribute text (index.md)
 TOKEN = re.compile(r"[\w']{3,}")
 
 

@@ -1,21 +1,15 @@
 """Keeping an index in step with a folder (``edge-rag sync``, ``EdgeRAG.sync``).
 
-A sync compares the folder with what the index last read of it (``store/synced.py``):
+A sync compares the folder with what the index last read of it (``store/synced.py``): a new file
+is read and inserted ("added"); a file whose size or mtime moved is hashed, and either only its
+record is updated ("unchanged") or its new documents replace its old ones in ONE transaction
+("replaced"; its unchanged documents are kept, not re-embedded); a file gone takes its documents
+with it ("removed"); anything else is skipped on ``os.stat`` alone. A file that changes while it
+is read is rolled back and left for the next sync ("busy"). Documents a sync did not add are
+never deleted by it. A folder that cannot be listed whole removes nothing; unreadable files are
+recorded and reported once; a file skipped for a missing extra is read once the extra is there.
 
-- a file not seen before is read and its documents inserted ("added");
-- a file whose size or mtime moved is hashed; same bytes: only its record is updated
-  ("unchanged"); other bytes: its new documents replace its old ones in ONE transaction, so the
-  index holds either the old text or the new, never both nor neither ("replaced"). Documents of
-  the file that did not change (most messages of a grown mbox) are kept, not re-embedded;
-- a file gone from the folder takes its documents with it ("removed");
-- anything else is skipped on ``os.stat`` alone, without opening the file.
-
-A file that changes while it is read (its size or mtime differ after reading) is rolled back
-and left for the next sync ("busy"). Documents a sync did not add (``insert_text``, another
-folder's files, ``edge-rag index``) are never deleted by it, even when a file has the same text.
-A folder that cannot be listed whole (an unreadable subfolder) removes nothing. Files that cannot
-be read are recorded and reported once; a file skipped for a missing extra is not recorded, so it
-is read once the extra is installed.
+Design: docs/design/sync.md
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Order: a record's own ``title`` (kept by the record reader), else the format's o
 HTML ``<title>``, an e-mail's Subject, a Markdown ``# heading``), else a short first line, else the
 file name's stem. The title is stored as the document's ``title`` metadata, where
 ``retrieve/title_index.py`` reads it; the text itself is not changed (a plain file whose first line is
-its title reads exactly like the JSONL record ``{"title": T, "text": X}``, whose text is ``T\\nX``).
+its title reads exactly like the JSONL record ``{"title": T, "text": X}``, whose text is ``T\nX``).
+
+Design: docs/design/index.md
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-MAX_TITLE_CHARS = 120
-MAX_TITLE_WORDS = 16
+# A first line this short is taken as the title (index.md).
+MAX_TITLE_CHARS = 120  # characters at most
+MAX_TITLE_WORDS = 16  # words at most
 HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 WORD = re.compile(r"\w+")
 

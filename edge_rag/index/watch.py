@@ -3,6 +3,8 @@
 File events only mark the folder dirty; a sync runs once no event came for ``debounce`` seconds
 (an editor's save, a copy of many files, is one sync, not hundreds). Events inside the index
 directory (when it lives in the folder) are ignored. Runs until ``stop`` is set or Ctrl-C.
+
+Design: docs/design/sync.md
 """
 
 from __future__ import annotations

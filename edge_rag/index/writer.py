@@ -1,4 +1,7 @@
-"""Writing documents into an index: one document, one transaction, vectors kept in step."""
+"""Writing documents into an index: one document, one transaction, vectors kept in step.
+
+Design: docs/design/index.md
+"""
 
 from __future__ import annotations
 
@@ -20,8 +23,9 @@ from .chunking import Chunk, Chunker
 from .graph_builder import GraphBuilder, GraphReport
 from .reader import Document, Skipped, SkipTally
 
-EMBED_GROUP = 64
-VECTOR_CACHE = 4096
+# How documents are embedded (docs/design/index.md).
+EMBED_GROUP = 64  # chunks embedded and written per group
+VECTOR_CACHE = 4096  # texts whose vectors one document remembers (its repeated lines embed once)
 AHEAD = 4  # small documents chunked and being embedded ahead of the one being written
 
 
@@ -200,12 +204,11 @@ class Indexer:
     def _ahead(self, documents: Iterable[Document | BadDocument | Skipped]
                ) -> Iterator[tuple[Document | BadDocument | Skipped, Ready]]:
         """Each item, with a small new document's chunks staged: chunked here and embedded on
-        the embedder's workers a few documents ahead of the one being written. 2Wiki passages
-        have one or two chunks each, too few to spread over the workers one document at a time;
-        staged, they keep the workers busy as the threaded session would (585 passages: 15.7
-        and 19.0 s against 18.1 and 18.4 s), and a build holds one session. The vectors are
-        those the document would get alone; the write is as before, but a document commits
-        once the next few have been read."""
+        the embedder's workers a few documents ahead of the one being written. Passages of one
+        or two chunks are too few to spread over the workers one document at a time; staged,
+        they keep the workers busy as the threaded session would (docs/design/index.md), and a
+        build holds one session. The vectors are those the document would get alone; the write
+        is as before, but a document commits once the next few have been read."""
         window: deque[tuple[Document | BadDocument | Skipped, Ready]] = deque()
         for doc in documents:
             window.append((doc, self._stage(doc) if isinstance(doc, Document) else None))

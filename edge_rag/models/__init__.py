@@ -1,4 +1,7 @@
-"""On-device models run with onnxruntime: the embedder (and, later, the SLM and planner)."""
+"""On-device models run with onnxruntime: the embedder, the SLM and its decoder.
+
+Design: docs/design/models.md
+"""
 
 from .embedder import Embedder
 from .folder import ModelFolder

@@ -4,6 +4,8 @@ The bundle is a models home (``EDGE_RAG_HOME=OUT``): ``OUT/models/<name>/`` for 
 planner head (only when the profile's planner is ``head``) and the SLM, the profile's TOML beside
 them, ``bundle.json`` (sha256 and bytes of every file) and ``SHA256SUMS`` (for ``sha256sum -c`` on a
 board without Python tools).
+
+Design: docs/design/models.md
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ completed into a valid output, ``is_complete`` whether it already is one. The ge
 only candidate tokens whose text keeps the output a valid prefix, and allows end-of-sequence
 only once the output is complete. ``TokenMask`` is the low-level hook: any callable that returns
 the allowed token ids for the next step.
+
+Design: docs/design/models.md
 """
 
 from __future__ import annotations

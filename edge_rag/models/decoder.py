@@ -1,26 +1,17 @@
 """Run a GroupQueryAttention decoder graph (``edge-rag export slm --graph gqa``) step by step.
 
-The graph (see ``export/gqa_graph.py``) takes ``input_ids``, ``seqlens_k`` (tokens in the
-cache after the call, minus one), ``total_sequence_length`` and one preallocated key and one
-value buffer per layer, ``[1, kv_heads, window, head_dim]``: fp32, or int8 codes where the
-manifest says ``kv_cache: int8-per-channel`` (the scales are in the graph, see
-``export/kv_cache.py``). The same buffer is bound as the layer's past input and its present
-output, so GroupQueryAttention appends the new keys and values in place: nothing is copied or
-concatenated per step, and decode time hardly grows with the context (the optimum graph's cache
-grows by a concatenation every step).
+The graph (``export/gqa_graph.py``) takes ``input_ids``, ``seqlens_k`` (tokens in the cache after
+the call, minus one), ``total_sequence_length`` and one preallocated key and one value buffer per
+layer, ``[1, kv_heads, window, head_dim]`` (fp32, or int8 codes where the manifest says
+``kv_cache: int8-per-channel``). The same buffer is bound as the layer's past input and its
+present output, so GroupQueryAttention appends in place: nothing is copied per step. A
+:class:`KVCache` remembers which tokens its buffer holds, so a prompt that starts with the same
+tokens prefills only what differs. A batch runs as one cache and one call per row (multi-token
+input after a non-empty cache works only at batch size 1). Graphs of exporter version 4 on
+return the logits of ``logits_count`` last positions: :meth:`GqaDecoder.check` runs a token and a
+few drafted ones in one call (for :mod:`.lookup`); older graphs are decoded one token a call.
 
-Because the buffer stays, reusing a prompt's common prefix is bookkeeping: a :class:`KVCache`
-remembers which tokens its buffer holds, and a new prompt that starts with the same tokens
-(a fixed system prompt, the same instructions) prefills only what differs, from the last
-prefill-chunk boundary before the first difference.
-
-onnxruntime's GroupQueryAttention accepts a multi-token input after a non-empty cache only for
-batch size 1, so a batch runs as one cache and one session call per row (in lock step).
-
-Graphs of exporter version 4 on take ``logits_count`` and return the logits of that many last
-positions: :meth:`GqaDecoder.check` runs a token and a few drafted ones in one call and returns
-a distribution after each, which is what :mod:`.lookup` needs to accept drafts. Older graphs
-return the last position's logits only and are decoded one token a call.
+Design: docs/design/models.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Sentence embedder: ONNX encoder + tokenizers, mean pooling, L2 normalisation."""
+"""Sentence embedder: ONNX encoder + tokenizers, mean pooling, L2 normalisation.
+
+Design: docs/design/models.md
+"""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from .folder import ModelFolder
 from .pages import share_heap
 from .session import new_session, session_options, session_providers, settings_session_options
 
-RECENT = 8
+RECENT = 8  # questions whose embedding is remembered (models.md)
 
 # Threads (the bulk workers, onnxruntime's and the tokenizer's pools) share the main heap
 # arena, where the workers' freed activations stay within malloc_trim's reach
@@ -30,13 +33,11 @@ class Embedder:
 
     Two ways to use the cores: ``embed`` (a question, retrieval's keywords) runs on a session
     whose operators use every thread; bulk work (``embed_alone``, ``embed_later``: an index
-    build) runs batches side by side, one per core, on a session of one thread per run. Small
-    batches barely parallelise inside operators: on 2 cores, 1,500 entity names embedded one
-    at a time took 4.6 s on the threaded session and 2.7 s on two single-thread workers. A
-    batch's vectors are the same on either session (its own activation scale; integer
-    products), so where a batch runs changes no vector. Each session is created when first
-    used, so a build holds only the workers' one (~25 MiB once used) and a query process only
-    the threaded one.
+    build) runs batches side by side, one per core, on a session of one thread per run: small
+    batches barely parallelise inside operators (docs/design/models.md). A batch's vectors are
+    the same on either session (its own activation scale; integer products), so where a batch
+    runs changes no vector. Each session is created when first used, so a build holds only the
+    workers' one and a query process only the threaded one.
     """
 
     def __init__(self, folder: ModelFolder, threads: int = 0, batch_size: int = 32,
@@ -50,8 +51,8 @@ class Embedder:
         self.tokenizer.no_truncation()
         self._options = options or session_options(threads)
         # No CPU arena: it kept the largest batch's activations (a 256-token chunk batch) for
-        # good, 60 MiB of a 2Wiki build's peak RSS (3,000 passages: 251 vs 311 MiB), for no
-        # speed (626 vs 632 s in one run); the GQA SLM graph runs without one for the same reason.
+        # good, a large share of a build's peak RSS, for no speed (models.md); the GQA SLM graph
+        # runs without one for the same reason.
         self._options.enable_cpu_mem_arena = False
         self._providers = providers
         cpu_only = not providers or providers == ["CPUExecutionProvider"]
@@ -113,8 +114,8 @@ class Embedder:
     def embed_alone(self, texts: Sequence[str]) -> np.ndarray:
         """Embed each text in a run of its own: its vector does not depend on the texts it was
         embedded with. The int8 graph quantises activations with one scale per batch, so a
-        batch-mate moves a vector (mean cosine 0.989, minimum 0.95 between batches of 8 and of
-        1 on 2Wiki's entity names). The runs go side by side on the workers."""
+        batch-mate moves a vector (docs/design/models.md). The runs go side by side on the
+        workers."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for n, vectors in enumerate(self._side_by_side([[t] for t in texts])):
             out[n] = vectors[0]

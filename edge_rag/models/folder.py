@@ -1,4 +1,7 @@
-"""An exported model folder: ``model.onnx``, ``tokenizer.json`` and ``manifest.json``."""
+"""An exported model folder: ``model.onnx``, ``tokenizer.json`` and ``manifest.json``.
+
+Design: docs/design/models.md
+"""
 
 from __future__ import annotations
 

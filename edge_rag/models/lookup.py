@@ -1,31 +1,16 @@
 """Prompt-lookup decoding: draft the next tokens by copying from the prompt, check them in one call.
 
 Beyond the paper. A grounded answer copies much of its text from its evidence: names, times,
-quoted phrases. When the last few tokens generated also occur earlier in the prompt (or in
-the answer so far), the tokens that followed there are a cheap guess at what comes next.
-:class:`PromptLookup` keeps, for every n-gram of 2 and 3 tokens, where it last occurred, and
-drafts up to ``draft`` tokens from its latest earlier occurrence (the longer n-gram first).
-
-:class:`DraftedSteps` runs the chosen token and its draft through the GQA graph in one call
-(:meth:`~.decoder.GqaDecoder.check`), which returns a distribution after each of them. The
-generation loop then chooses its tokens from those distributions as it would have from single
-steps; while a choice equals the drafted token the next distribution is already computed, and
-at the first difference the cache forgets the rest of the draft. The text is therefore the one
-that token-by-token decoding chooses from the same model, for greedy decoding (with or without
-a token mask or constraint). A several-token call rounds its products differently from a
-one-token call in the last float digits, so at a near tie of two tokens the choice may differ,
-as it may after a reused prompt prefix (``decoder.py``).
-
-What it costs and gains is a matter of the machine's kernels and the graph's. With exporter version
-4's fp32-compute LM head, on 2 cores at a 300-token context, a call with 2 / 4 / 8 tokens cost 2.1
-/ 2.9 / 4.0 single steps for Qwen2.5 0.5B, and on 55 LiHua dev answers (focused stage,
-``python -m benchmarks answer_decode``) decoding took 1/1.12 of the stepwise time with 3 drafted
-tokens, 1/1.09 with 2 and 1/0.95 (slower) with 1. Exporter version 5 computes every 4-bit layer,
-the head too, at accuracy level 4, whose several-row kernel is cheap; on the same 55 answers (AMD
-EPYC, 2 cores, 7 December 2026, ``answer_decode_lihua_*_d{1,2,3}.json``) the 0.5B took 1/1.31,
-1/1.35 and 1/1.37 of the stepwise time with 1, 2 and 3 drafted tokens, the 1.5B 1/1.24, 1/1.17 and
-1/1.17, with the same answers right either way. ``python -m benchmarks slm_speed`` measures it on a
-long summary, which copies little from its prompt.
+quoted phrases. :class:`PromptLookup` keeps, for every n-gram of 2 and 3 tokens, where it last
+occurred, and drafts up to ``draft`` tokens from its latest earlier occurrence (the longer n-gram
+first). :class:`DraftedSteps` runs the chosen token and its draft through the GQA graph in one
+call (:meth:`~.decoder.GqaDecoder.check`), which returns a distribution after each of them; the
+generation loop chooses from those as it would from single steps, and at the first difference
+the cache forgets the rest of the draft. The text is therefore the one token-by-token greedy
+decoding chooses from the same model (with or without a mask or constraint), except that a
+several-token call rounds differently in the last float digits, so at a near tie of two tokens
+the choice may differ, as it may after a reused prompt prefix. What it gains depends on the
+machine's kernels and the graph's. Design: docs/design/models.md
 """
 
 from __future__ import annotations
@@ -36,7 +21,7 @@ import numpy as np
 
 from .decoder import GqaDecoder
 
-NGRAMS = (3, 2)  # longest first: a longer match predicts its continuation better
+NGRAMS = (3, 2)  # longest first: a longer match predicts its continuation better (models.md)
 
 
 class PromptLookup:

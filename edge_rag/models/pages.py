@@ -1,34 +1,17 @@
-"""Give back the resident pages of a model's memory-mapped weight file (Linux).
+"""Give back the memory a model leaves resident but does not use (Linux, glibc).
 
-onnxruntime memory-maps an external weight file (``model.onnx_data``) and, for MatMulNBits,
-repacks every weight into its own buffer while the session is created. The mapping stays, and
-every page that packing read stays resident in this process (and counts in its RSS) although
-the packed copy is what runs: measured for Qwen2.5-0.5B 4-bit, 60-90 MiB of the file during
-session creation and 59 MiB after it, on top of the packed weights.
-
-:func:`released_pages` runs a thread while a session is created that asks the kernel, every few
-milliseconds, to reclaim those pages (``madvise(MADV_PAGEOUT)``), and once more when the session
-is ready. The pages are clean copies of the file: a page that is read again (an embedding row,
-a scale) is faulted back in, unchanged. A mapping region with any page the process has written
-to (``Anonymous`` above 0 in ``/proc/self/smaps``) is left alone.
-
-Why ``MADV_PAGEOUT`` and not ``MADV_DONTNEED``: onnxruntime unmaps parts of the file while it
-packs weights, and the address range may be reused by the heap between the read of ``smaps``
-and the ``madvise`` call. ``MADV_DONTNEED`` on heap memory zeroes it (this corrupted the heap:
-``free(): invalid pointer``, intermittently, under load); ``MADV_PAGEOUT`` only reclaims what
-can be reclaimed, and anonymous memory without swap never is. On kernels without it (before
-5.4) the pages are released once, after the session is created, with ``MADV_DONTNEED``.
-
-:func:`trim_heap` hands the C heap's free memory back to the system (glibc ``malloc_trim``):
-loading a large tokenizer (Qwen2.5's 6 MB ``tokenizer.json``) leaves ~37 MiB free but resident
-in the heap, and creating a session leaves its packing buffers' space behind.
-
-:func:`share_heap` keeps threads on the main heap (glibc ``M_ARENA_MAX`` = 1). glibc gives
-each new thread a heap arena of its own; the embedder's bulk workers then kept freed
-activations in arenas ``malloc_trim`` could not shrink: a 2Wiki build peaked at 379 MiB
-instead of 321. With one arena, 3,000 passages built in 248 s at 256 MiB (no slower).
-
-On systems without ``/proc/self/smaps``, ``madvise`` or ``malloc_trim`` these do nothing.
+:func:`released_pages`: onnxruntime memory-maps an external weight file and repacks every
+MatMulNBits weight into its own buffer, yet every page packing read stays resident. While a
+session is created a thread asks the kernel to reclaim those clean file pages
+(``madvise(MADV_PAGEOUT)``), and once more when it is ready; a region with a written page is left
+alone. Not ``MADV_DONTNEED``: the range may be reused by the heap between reading ``smaps`` and
+the call, and ``MADV_DONTNEED`` on heap memory zeroes it (it corrupted the heap under load);
+kernels without ``MADV_PAGEOUT`` release once, after the session is created.
+:func:`trim_heap` hands the C heap's free memory back (``malloc_trim``). :func:`share_heap` keeps
+threads on the main heap arena (``M_ARENA_MAX`` = 1), so the embedder's workers' freed
+activations stay within ``malloc_trim``'s reach. Without ``/proc/self/smaps``, ``madvise`` or
+``malloc_trim`` these do nothing.
+Design: docs/design/models.md
 """
 
 from __future__ import annotations
@@ -42,11 +25,12 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-MADV_DONTNEED = 4
-MADV_PAGEOUT = 21
-M_ARENA_MAX = -8
+# Linux's madvise advice and glibc's mallopt parameter (their headers; models.md).
+MADV_DONTNEED = 4  # drop the pages (heap memory is zeroed)
+MADV_PAGEOUT = 21  # reclaim the pages that can be reclaimed (Linux 5.4 on)
+M_ARENA_MAX = -8  # the most heap arenas glibc gives threads
 SMAPS = Path("/proc/self/smaps")
-INTERVAL_S = 0.02
+INTERVAL_S = 0.02  # seconds between page releases while a session is created (models.md)
 
 
 def release_file_pages(path: Path, advice: int | None = None) -> int:

@@ -1,4 +1,7 @@
-"""onnxruntime session options shared by every model, taken from the settings."""
+"""onnxruntime session options shared by every model, taken from the settings.
+
+Design: docs/design/models.md
+"""
 
 from __future__ import annotations
 

@@ -7,6 +7,8 @@ Only onnxruntime, tokenizers and numpy. Two graph kinds, told apart by the manif
   ``present.N.key/value``. Batches are left-padded.
 - ``gqa``: the GroupQueryAttention graph written by ``export/gqa_graph.py``, run by
   :class:`~.decoder.GqaDecoder` (in-place KV buffers, prefix reuse, one cache per batch row).
+
+Design: docs/design/models.md
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from .lookup import DraftedSteps
 from .pages import released_pages, trim_heap
 from .session import new_session, session_options
 
-CANDIDATES = 64
+CANDIDATES = 64  # likeliest tokens a constrained step looks at first (models.md)
 SLM_HINT = "run 'edge-rag export slm' (needs: pip install 'edge-rag[export]')"
 _FOLDER_NAME = re.compile(r"(.+?)-(?:q([48])(?:e([48]))?|int8)")
 
@@ -114,7 +116,7 @@ class SLM:
         if manifest.get("graph") == "gqa":
             # The KV buffers live outside the session and the activations of a prefill chunk
             # are a few MiB: an arena would only keep the largest chunk's for good (issue 15,
-            # with the heap trimmed after each prefill: -11 MiB at the answer's peak).
+            # with the heap trimmed after each prefill; models.md).
             options.enable_cpu_mem_arena = False
         # The weights onnxruntime repacks stay mapped from the file; their pages are given back.
         with released_pages(folder.path / "model.onnx_data"):
@@ -155,8 +157,8 @@ class SLM:
     def ids_starting_with(self, chars: str) -> set[int]:
         """Ids of the tokens whose text, after a leading space marker, starts with one of ``chars``.
 
-        The vocabulary is read once per model: Qwen2.5's 151,936 tokens take 0.17 s to list,
-        and an answer's token masks ask for a dozen characters.
+        The vocabulary is read once per model: a large one takes a noticeable moment to list
+        (docs/design/models.md), and an answer's token masks ask for a dozen characters.
         """
         if self._first_chars is None:
             table: dict[str, set[int]] = {}

@@ -3,47 +3,14 @@ trained head, the SLM or rules.
 
 A–E are the paper's labels (none, vector, local, dual, topology); F, the ``ppr`` random walk, is
 beyond it and comes last, so that a tie between methods still goes to the paper's simpler one.
-G, ``titles`` (``retrieve/titles.py``), is a route of the ``names`` and ``margin`` planners only
-(the head and the SLM choose among A–F): a question that compares documents it names by title
-("Which film came out first, X or Y?", ``questions.compares_titles``) gets those documents and the
-nearest chunks, without the walk.
+G, ``titles``, is a route of the ``names`` and ``margin`` planners only (the head and the SLM
+choose among A–F). ``names`` (the default): G for a comparison of documents named by title, F
+when the question names anything the walk can start from, else G if its nearest chunk leads the
+fifth by ``planner_margin``, else F. ``margin`` (opt-in): G by that lead for any question that
+names no title and orders no two events; it loses recall where every question needs two
+passages. The trained head could not tell from the question when vector suffices.
 
-The default planner, ``names`` (beyond the paper): G for such a comparison; else F when the
-question names anything the walk can start from (a name, date, time, quantity, quoted title or
-document title, see ``questions.names_a_seed``). A question that names nothing still walks from its
-nearest chunks (``ppr``'s chunk seeds), so it goes to F too, unless its nearest chunk stands out
-(cos(top 1) − cos(top 5) ≥ ``planner_margin``, the ``margin`` rule below): then to G. On
-2WikiMultihopQA dev 94 of 400 questions go to G and the rest to F: recall@5 0.871 and recall@2
-0.744 against ``ppr``'s 0.869 and 0.743, mean latency 11 % lower (``auto_latency.json``:
-−2.40 ± 0.30 ms a question, paired). On LiHua-World dev (no titles) 14 of 228 questions name
-nothing, 7 of them with a margin that passes: recall@5 0.907 and recall@10 0.923, ``ppr``'s,
-at about its cost (−0.11 ± 0.06 ms a question; ``margin`` saves more there, see below).
-Sending every nameless question to B (vector) instead lost one that the walk from the nearest
-chunks finds ("What event is the community organizing?": recall@5 0.902).
-
-``margin`` (opt-in, beyond the paper) decides after a look at the question's nearest chunks —
-the search ``ppr`` makes first anyway (``VectorIndex.search`` remembers it, so neither route
-searches twice): a comparison of titled documents goes to G; any other question that contains
-a document's title walks (its bridge passage is reached by title links), so does one that
-orders or measures two events (``ppr`` ranks each clause, ``questions.clauses``); any other
-goes to G, the nearest documents, when its nearest chunk stands out, cos(top 1) − cos(top 5) ≥
-``planner_margin``. G rather than B: one chunk per document first finds more conversations
-(the 0.139-margin "Has Wolfgang ever been to Hong Kong?" loses recall@5 to vector, not to
-``titles``). ``python -m benchmarks planner_margin`` measures it:
-
-- LiHua-World dev (conversations, mostly one-conversation questions): 63 of 228 questions pass
-  0.14 and none loses recall; the threshold picked by 5-fold cross-validation (the lowest at
-  which no training question loses at k 5 or 10) sends 68–74 to ``titles`` at recall@5 0.907,
-  ``ppr``'s (recall@10 0.922 against 0.923), and ``auto`` is 8 % faster (−1.42 ± 0.19 ms a
-  question, paired, ``auto_latency_margin.json``); on 2WikiMultihopQA it is ``names``.
-- But where every question needs two passages, a nearest passage that stands out is only the
-  first of them: at 0.14, HotpotQA's 40 sample questions lose recall@2 0.775 → 0.725 (10 routed
-  by margin) and MultiHop-RAG's 172 recall@4 0.742 → 0.708 (57 routed); cross-validation there
-  picks "never". The threshold that pays depends on the corpus, which a user cannot measure
-  without labelled questions, so ``margin`` is not the default.
-
-The trained head (``head``) could not tell from the question when vector suffices (5-fold CV:
-below ``ppr`` on 2WikiMultihopQA).
+Design: docs/design/planner.md
 """
 
 from __future__ import annotations
@@ -69,7 +36,7 @@ if TYPE_CHECKING:
     from ..models.slm import SLM
 
 LABELS = ("A", "B", "C", "D", "E", "F")  # the trained head's and the SLM's choices
-NONE_MIN = 0.8
+NONE_MIN = 0.8  # the probability the head's A (no retrieval) must reach (planner.md)
 METHOD_OF_LABEL = {"A": "none", "B": "vector", "C": "local", "D": "dual", "E": "topology", "F": "ppr"}
 METHOD_OF_ROUTE = {**METHOD_OF_LABEL, "G": "titles"}  # and what the names and margin planners pick
 
@@ -129,7 +96,7 @@ class MarginPlanner:
     """G (``titles``) for a comparison of titled documents, or where the nearest documents alone
     are decisive: the question names no document title, orders no two events, and its nearest
     chunk stands out by ``margin`` over the fifth; else F (``ppr``). Opt-in: it loses recall on
-    corpora of two-passage questions (module docstring)."""
+    corpora of two-passage questions (docs/design/planner.md)."""
 
     name = "margin"
 
@@ -189,9 +156,8 @@ class HeadPlanner:
 
 
 def head_label(probabilities: dict[str, float]) -> str:
-    """The head's most probable label, where A (no retrieval) must reach ``NONE_MIN``: under
-    5-fold CV on the dev labels its 12 A picks were all wrong (P(A) up to 0.7), while the 23
-    questions labelled A got P(A) ≤ 0.29 — the head cannot tell them, so A is all but off."""
+    """The head's most probable label, where A (no retrieval) must reach ``NONE_MIN``: the head
+    cannot tell the questions that need no retrieval (docs/design/planner.md), so A is all but off."""
     allowed = {k: p for k, p in probabilities.items() if k != "A" or p >= NONE_MIN} or probabilities
     return max(allowed, key=lambda k: allowed[k])
 

@@ -2,6 +2,8 @@
 
 The same function computes features at training time (export side) and at run time, so that
 the head sees identical inputs; ``FEATURE_VERSION`` is recorded in the head's manifest.
+
+Design: docs/design/planner.md
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from ..lexicon import (
 )
 from ..questions import word_grams
 
-# 2: graph entities are found by exact n-gram lookup, not fuzzy matching (47-75 ms a question
-# against 2WikiMultihopQA's 44k names, more than the retrieval it plans).
+# 2: graph entities are found by exact n-gram lookup, not fuzzy matching, which cost more than
+# the retrieval it plans on a large graph (planner.md).
 FEATURE_VERSION = "2"
 _EXACT: WeakKeyDictionary[NameMatcher, dict[str, str]] = WeakKeyDictionary()
 CUES = {

@@ -1,4 +1,7 @@
-"""The trained planner head: an int8 ONNX classifier over ``plan_features``, run by onnxruntime."""
+"""The trained planner head: an int8 ONNX classifier over ``plan_features``, run by onnxruntime.
+
+Design: docs/design/planner.md
+"""
 
 from __future__ import annotations
 

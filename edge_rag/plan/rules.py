@@ -1,4 +1,7 @@
-"""The rule planner: the paper's §3.3 criteria as a few cues; the fallback when no head exists."""
+"""The rule planner: the paper's §3.3 criteria as a few cues; the fallback when no head exists.
+
+Design: docs/design/planner.md
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The retriever set of §3.2 (eq. 6), created by name: none, vector, local, dual, topology, and,
 beyond the paper, ppr (personalized PageRank over the same graph, ``ppr.py``) and titles (the
-documents a question names by title, ``titles.py``)."""
+documents a question names by title, ``titles.py``).
+
+Design: docs/design/retrievers.md, docs/design/ppr.md
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""What a retriever needs from the index, and the interface every method implements."""
+"""What a retriever needs from the index, and the interface every method implements.
+
+Design: docs/design/retrievers.md
+"""
 
 from __future__ import annotations
 

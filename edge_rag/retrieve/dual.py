@@ -5,6 +5,8 @@ question when there is none); R_DR (eq. 14) is the structural relations whose ve
 nearest to the high-level keywords taken together, kept when their cosine reaches
 ``RELATION_MIN_COSINE`` — so n of eq. 16 counts the relations that really match, and the other
 k − n places go to the best-scored similar edges around E_DR.
+
+Design: docs/design/retrievers.md
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .keywords import Keywords, rule_keywords, slm_keywords
 from .local import describe, rank_structural
 from .types import Retrieval
 
-RELATION_MIN_COSINE = 0.3
+RELATION_MIN_COSINE = 0.3  # cosine from which a relation matches the high-level keywords (retrievers.md)
 
 
 class DualRetriever:

@@ -4,11 +4,12 @@ G_index(E, R) is the set of chunks linked to the entities E (``chunk_entities``)
 relations R (``relation_chunks``; a ``similar`` edge has no chunks of its own and brings its two
 entities' chunks). The paper leaves their order open; here a chunk is ranked by its graph
 support — the summed scores of the chosen entities and relations that link to it, divided by
-the largest such sum, times ``graph_support_weight`` — plus its cosine similarity to the query,
-so that among the chunks of a busy entity (one person in every conversation) the ones about the
-question come first. An entity or relation linked to n of the candidate chunks gives each of
-them score / n^``graph_support_spread`` (0.5 by default): a pair that talks in every
-conversation says little about any one of them, a rare relation says much about its few chunks.
+the largest such sum, times ``graph_support_weight`` — plus its cosine similarity to the query.
+An entity or relation linked to n of the candidate chunks gives each of them
+score / n^``graph_support_spread``: a pair that talks in every conversation says little about
+any one of them, a rare relation says much about its few chunks.
+
+Design: docs/design/retrievers.md
 """
 
 from __future__ import annotations
@@ -97,8 +98,8 @@ class GraphReader:
 
     @property
     def relation_vectors(self) -> VectorIndex:
-        """The relation vectors, opened on first use: only ``dual`` searches them, and at 30x
-        LiHua-World their exact matrix is 32 MB a ``ppr`` process need not hold."""
+        """The relation vectors, opened on first use: only ``dual`` searches them, and a ``ppr``
+        process need not hold their exact matrix."""
         return self._relation_vectors()
 
     def search_entities(self, vector: np.ndarray, k: int) -> list[Entity]:

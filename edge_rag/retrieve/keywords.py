@@ -5,6 +5,8 @@ spans, quoted titles, dates, times and quantities, plus graph entity names found
 fuzzy matching. High-level keywords are the remaining content words: the topic. TR's answer
 types K_a come from the question word ("what time" → time, "who" → person, …). The vocabulary
 (patterns, stop and question words, answer types, graph name matching) is ``edge_rag/lexicon.py``.
+
+Design: docs/design/retrievers.md
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
 """BM25 over the chunks' words, the lexical part of ``ppr``'s fusion (beyond the paper).
 
-A dense vector of a long chunk — a conversation of twenty messages — averages its messages, so
-the one line a question is about ("Yuriko reminded the group to meet for the music festival")
-weighs little in it, and the int8 MiniLM matches paraphrase better than it matches rare words.
-BM25 (Robertson & Zaragoza, 2009) scores the words themselves: a term counts by its inverse
-document frequency, saturated in the chunk by ``K1`` and normalised for length by ``B``. Terms
-are ``lexicon.index_terms`` (lower-cased crude stems without stopwords and question words).
+A dense vector of a long chunk (a conversation of twenty messages) averages its messages, so the
+one line a question is about weighs little in it, and the int8 MiniLM matches paraphrase better
+than rare words. BM25 (Robertson & Zaragoza, 2009) scores the words themselves: a term counts by
+its inverse document frequency, saturated in the chunk by ``K1`` and normalised for length by
+``B``. Terms are ``lexicon.index_terms`` (lower-cased crude stems without stopwords and question
+words).
 
-The index is term-major CSR arrays (term → chunk positions and weights), built from the chunk
-texts once per index generation beside the walk graph and held in memory: nothing is stored,
-so the SQLite file does not grow (LiHua-World: 2,459 chunks and 5,215 terms in 0.5 MB of arrays;
-2WikiMultihopQA: 9,976 chunks and 32,478 terms in 2.3 MB). A query costs one slice per distinct
-term.
+The index is term-major CSR arrays (term → chunk positions and weights). It is derived with the
+walk and stored with it in ``walk/`` beside the index, not in SQLite (``walk_cache.py``); an
+insert merges the new chunks' postings into the stored ones. A query costs one slice per term.
+
+Design: docs/design/ppr.md
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import numpy as np
 
 from ..lexicon import index_terms
 
-K1 = 0.9
-B = 0.75
+K1 = 0.9  # BM25's term-count saturation (docs/design/ppr.md)
+B = 0.75  # BM25's length normalisation
 
 
 @dataclass(frozen=True)
@@ -76,12 +76,12 @@ class ChunkTerms:
         return min(int(self.indptr[t + 1] - self.indptr[t]) for t in found if t is not None)
 
 
-FLUSH = 2048
+FLUSH = 2048  # texts whose term counts are kept as Python lists before they become arrays (ppr.md)
 
 
 class TermCounts:
     """``ChunkTerms.build`` fed one text at a time, its counts kept as arrays every ``FLUSH``
-    texts (Python lists of a 30 MB corpus's term counts would take hundreds of MiB)."""
+    texts (Python lists of a large corpus's term counts would not fit a small device)."""
 
     def __init__(self, vocabulary: dict[str, int] | None = None, base: ChunkTerms | None = None) -> None:
         self.vocabulary: dict[str, int] = vocabulary or {}
@@ -100,7 +100,7 @@ class TermCounts:
         if keep.all() and np.diff(earlier.indptr).all():
             # Every earlier chunk stays (an insert): its term-major postings are taken as they
             # are and the new chunks' merged in by ``finish``, not sorted chunk-major and back
-            # (two sorts of every posting: at 30x LiHua-World about a quarter of each write's walk).
+            # (two sorts of every posting; their cost is in docs/design/ppr.md).
             return cls(dict(earlier.vocabulary.items()), base=earlier)
         terms = np.repeat(np.arange(len(earlier.indptr) - 1), np.diff(earlier.indptr))
         kept = keep[earlier.positions]

@@ -5,6 +5,8 @@ ranks a similar edge by its score s_r and a structural one by ω_r + cos(q, v_r)
 how well its text matches the query; with ``use_weights=False`` by the cosine alone). When
 fewer similar edges exist than their quota, the unused places go to structural relations —
 otherwise a graph with few aliases would give LR almost no relations.
+
+Design: docs/design/retrievers.md
 """
 
 from __future__ import annotations

@@ -1,83 +1,17 @@
-"""Personalized PageRank retrieval (``ppr``): a random walk with restart over the weighted graph.
+"""Personalized PageRank retrieval (``ppr``, beyond the paper): a random walk with restart over the
+weighted graph of §3.1, entities and chunks alike.
 
-What is the paper's and what is not. The walk runs over §3.1's heterogeneous weighted graph —
-entity nodes joined by structural relations weighted by ω_r and similar edges weighted by s_r,
-which is eq. 25's unified weight w(r) — and G_index's entity→chunk links (``chunk_entities``),
-and it starts from TR's query entities E^e (eqs. 18–19). The rest is beyond the paper, after
-HippoRAG (Gutiérrez et al., 2024), whose no-LLM graph with PageRank reached recall@5 0.765 on
-2WikiMultihopQA where expanding the query entities to their neighbours reached 0.747:
+The walk starts from TR's query entities E^e (eqs. 18–19), weighted by their specificity, from the
+passages the question names by title and from its nearest chunks; it steps along relations
+weighted by w(r) (eq. 25), entity→chunk links, title links and next-chunk links. A candidate
+chunk scores cos(q, c) + ``FUSION``·π(c) / max π + ``LEXICAL``·bm25(c) / max bm25, and the best
+chunk of each document comes first. A question of two events is also ranked clause by clause.
+``WalkGraph.pagerank`` solves it by forward push over the part of the graph its mass reaches.
 
-- Nodes are entities *and chunks*: a chunk is joined to each entity it mentions with weight 1,
-  so the walk reaches passages through the entities they share, and the chunk's probability is
-  its graph score. A chunk is also joined to the next chunk of its document (weight
-  ``NEXT_CHUNK``): a long passage or conversation stays one neighbourhood.
-- Seeds (the restart vector): TR's K_e — the question's name spans, dates, times, quantities
-  and titles (full dates also in the graph's ``YYYY-MM-DD`` form, ``questions.iso_dates``: LiHua-World
-  dev Single recall@5 0.871 → 0.901 when "on 20260405" seeds that day's conversations),
-  each matched to a node by its exact normalised name, else to its nearest entity vector
-  with the cosine as confidence — and every word n-gram of the question that is exactly
-  an entity's name (in place of DR/TR's fuzzy matching, which cost 47 ms a question against
-  2WikiMultihopQA's 44k names on the shared cores) and lies inside no longer match
-  (``longest_matches``); terms made only of stopwords and question words, such as a film
-  called "What Is", are no seeds. A seed's weight is its confidence times its specificity
-  1 / √(chunks that mention it): a person in every conversation barely seeds (HippoRAG's 1 / n
-  let a rare word of the question outweigh the names it asks about). For an n-gram that is
-  no specific term, "chunks that mention it" are at least the chunks holding its rarest word
-  (``ChunkTerms.spread``): a word the extractor made a node in one chunk ("mention",
-  "opinion") is no rarer for it in the text. Both rules are for large collections: with
-  LiHua-World grown 30x by other text (``benchmarks/scale/scale.py``) the "Li" of a matched "Li Hua"
-  was a Chinese historian's node and "mention" a film's; dev recall@5 0.858 → 0.872 → 0.880
-  at 30x, 0.907 → 0.909 at 1x, 2WikiMultihopQA 0.869 → 0.872.
-  The ``CHUNK_SEEDS`` chunks nearest to the question seed ``CHUNK_SEED_SHARE`` of the mass, in
-  proportion to their cosine (HippoRAG 2's dense passage seeds), so a question whose terms
-  match nothing still walks from where the text matches.
-- Titles (``title_index.py``): where documents carry a ``title`` (encyclopaedic passages), a chunk
-  whose text names another document's title (capitalised) is joined to that document's first
-  chunk with weight ``TITLE_LINK``, and the titles the question contains seed their documents'
-  first chunks with ``TITLE_SEED_SHARE`` of the named mass. The link weight is large (300
-  against 1 for an entity link), so a walker at a titled passage mostly steps to the passages
-  it names: a two-hop question names the first passage, whose text names the bridge passage.
-  On 2WikiMultihopQA dev this lifted recall@5 0.677 → 0.868 and recall@2 0.591 → 0.739
-  (``TITLE_LINK`` 1, 5, 20, 100, 300, 1000 and shares 0.5, 0.8, 0.95 compared on both halves;
-  capitalised mentions only: +0.024 / +0.013 R@5 on the halves). Untitled corpora
-  (LiHua-World) are unchanged.
-- Comparisons ("Which film came out first, X or Y?") need no walk: the planner sends them to
-  ``titles`` (``titles.py``), and ``ppr`` itself always walks.
-- Words (``lexical.py``): BM25 over the chunks' words adds ``LEXICAL`` · bm25 / max bm25 to
-  each candidate's score, and its best chunks join the candidates. A chunk's vector averages a
-  whole conversation, so one line's rare words ("music festival", "air-conditioner") weigh
-  little in it. LiHua-World dev recall@5: All 0.874 → 0.907, Single 0.896 → 0.926, Multi
-  0.702 → 0.760 (halves by position 0.692 → 0.769 and 0.712 → 0.750; ``LEXICAL`` 0.1, 0.2,
-  0.25, 0.3, 0.5, 1 and 2 compared, ``K1`` 0.9, 1.2 and 2; BM25's chunks as extra walk seeds
-  added nothing). Not where the question names a document by title: there the bridge passage
-  shares no words with the question and is reached through the title links, and words only
-  raise look-alikes ("Dontell Jefferson" for "the director of film Thomas Jefferson"):
-  2WikiMultihopQA dev recall@5 0.869 → 0.856 and recall@2 0.743 → 0.724 with words, both
-  unchanged without.
-- Two events (``questions.clauses``): a question that orders or measures two events ("did X happen
-  before Y?", "the time between X and Y") is also ranked clause by clause, and the lists are
-  interleaved after the whole question's first ``WHOLE_FIRST`` documents. On LiHua-World dev
-  Multi recall@5 rose 0.657 → 0.702 (halves by position 0.641 → 0.692 and 0.673 → 0.712),
-  Single unchanged (0.871); no 2WikiMultihopQA dev question splits. Compared and not kept:
-  plain round robin from the first rank (Single −0.005), reciprocal-rank fusion (k 1–60) and
-  max-normalised score fusion (Multi 0.676–0.696, lower on a half), clause lists by the dense
-  cosine instead of the walk (0.663–0.688).
-- π = (1 − d)·s + d·P·π (P column-stochastic, dangling mass restarts), d = ``DAMPING``, solved
-  by forward push to a fixed tolerance (``WalkGraph.pagerank``): whole-graph power iteration
-  costs every edge per step (2WikiMultihopQA: 494k, tens of ms per step on a shared core).
-- Fusion: a candidate chunk (the walk's best, the dense search's best and BM25's best) scores
-  cos(q, c) + ``FUSION``·π(c) / max π + ``LEXICAL``·bm25(c) / max bm25; the best chunk of each
-  document comes first, then the others, so that the top k spans k documents when it can (the
-  evidence of a multi-hop question lies in several).
-- Chosen on the dev questions, split in two halves by position: parameters were compared on
-  the first half of 2WikiMultihopQA and LiHua-World and the choice checked on the second
-  (the README's ppr section has the figures): ``SPECIFICITY`` 0.5 over 1 and 0, d 0.5 over 0.3 and
-  0.7, ``FUSION`` 1 over 0.5 and 2, ``CHUNK_SEED_SHARE`` 0.3 over 0 and 0.6, documents first.
-- With ``use_weights=False`` every relation weighs 1 (the paper's "-Weights" ablation).
+The writer stores the matrix beside the index (``walk_cache.py``) and queries map it; without a
+current stored one (an encrypted index, the -Weights ablation) the open index derives it in memory.
 
-The transition matrix is built with numpy only (CSR arrays) from one read of the graph per
-index generation and cached by the open index (see ``EdgeRAG.walk_graph``); a query costs the
-seeds' lookups, one batch of embeddings and a push over the part of the graph its mass reaches.
+Design: docs/design/ppr.md
 """
 
 from __future__ import annotations
@@ -102,22 +36,23 @@ from .types import EntityHit, Retrieval, RetrievedChunk
 if TYPE_CHECKING:
     from ..store import IndexStore
 
-DAMPING = 0.5
-SPECIFICITY = 0.5
-TOLERANCE = 1e-5
-MAX_ROUNDS = 200
+# The walk's constants; docs/design/ppr.md gives how each was chosen.
+DAMPING = 0.5  # d: the share of a node's mass passed along its edges each round
+SPECIFICITY = 0.5  # a seed weighs confidence / (chunks that mention it) ** SPECIFICITY
+TOLERANCE = 1e-5  # the push stops when no node holds more residual than this per neighbour
+MAX_ROUNDS = 200  # a bound on push rounds
 PUSH_DENSE = 0.25  # a local round pushing along over 4 edges a node sums over every node
 LOCAL_FROM = 60_000  # nodes from which the walk scans only the nodes its mass reached
-FUSION = 1.0
-LEXICAL = 0.25
-CHUNK_SEEDS = 10
-CHUNK_SEED_SHARE = 0.3
-NEXT_CHUNK = 1.0
-TITLE_LINK = 300.0
-TITLE_SEED_SHARE = 0.8
-CANDIDATES = 50
+FUSION = 1.0  # weight of π / max π in a candidate chunk's score
+LEXICAL = 0.25  # weight of bm25 / max bm25 in a candidate chunk's score
+CHUNK_SEEDS = 10  # the nearest chunks that seed the walk ...
+CHUNK_SEED_SHARE = 0.3  # ... with this share of the restart mass
+NEXT_CHUNK = 1.0  # weight of the edge from a chunk to the next chunk of its document
+TITLE_LINK = 300.0  # weight of the edge from a chunk to the first chunk of a title it names
+TITLE_SEED_SHARE = 0.8  # the question's titles' share of the named seed mass
+CANDIDATES = 50  # chunks the walk and BM25 each put into the fusion
 DENSE_K = max(CHUNK_SEEDS, CANDIDATES)  # the nearest chunks a question's walk reads
-WHOLE_FIRST = 3
+WHOLE_FIRST = 3  # the whole question's documents ahead of its clauses' (``interleave``)
 
 
 @dataclass(frozen=True)
@@ -329,7 +264,7 @@ class PPRRetriever:
 
     def seed_entities(self, walk: WalkGraph, named: list[int], vectors: np.ndarray,
                       spread: dict[int, int] | None = None) -> dict[int, float]:
-        """Entity id → seed weight: match confidence × specificity (see module docstring), for the
+        """Entity id → seed weight: match confidence × specificity (docs/design/ppr.md), for the
         entities the terms name exactly and the nearest entity of each other term's vector;
         ``spread`` raises an entity's chunk count to its words' (``_spread``)."""
         spread = spread or {}
@@ -496,8 +431,8 @@ def titles_digest(titled: dict[str, str], first: dict[str, int]) -> str:
 
 
 def longest_matches(matched: dict[str, int]) -> dict[str, int]:
-    """The matched names that are no run of whole words inside another matched name: "Li Hua"
-    matched, its "Li" and "Hua" do not seed (in a large collection they are other nodes)."""
+    """The matched names that are no run of whole words inside another matched name: "Anna Berg"
+    matched, its "Anna" and "Berg" do not seed (in a large collection they are other nodes)."""
     spaced = [f" {key} " for key in matched]
     return {key: node for key, node in matched.items()
             if not any(f" {key} " in other and other != f" {key} " for other in spaced)}

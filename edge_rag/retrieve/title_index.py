@@ -1,16 +1,17 @@
 """Document titles for the random walk (``ppr``): which passage a name in a text is *about*.
 
-Beyond the paper. A corpus of titled passages (an encyclopaedia, 2WikiMultihopQA, HotpotQA)
-names a passage by its title: a question names the first passage's title, and that passage
-names the bridge entity whose own passage is titled by it. The rule extractor splits or misses
-such names (one-word titles at the start of a line, titles with commas), so the walk gets two
-more ways in, read from the documents' ``title`` metadata once per index generation:
+Beyond the paper. A corpus of titled passages (an encyclopaedia) names a passage by its title: a
+question names the first passage's title, and that passage names the bridge entity whose own
+passage is titled by it. The rule extractor splits or misses such names (one-word titles at the
+start of a line, titles with commas), so the walk gets two more ways in, read from the
+documents' ``title`` metadata:
 
 - title links: a chunk whose text contains another document's title (as whole words, case and
   punctuation ignored, longest match first) is joined to that document's first chunk;
 - title seeds: a title contained in the question seeds its document's first chunk.
 
-Documents without a ``title`` in their metadata (chat logs, plain files) add nothing.
+Documents without a ``title`` in their metadata (text inserted as a string, records without one)
+add nothing; files read from disk get one (``index/titling.py``). Design: docs/design/ppr.md
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from ..lexicon import QUESTION_WORDS, STOPWORDS
 
 WORD = re.compile(r"\w+")
-MAX_TITLE_WORDS = 12
+MAX_TITLE_WORDS = 12  # words of a title that are matched, a longer title cut (ppr.md)
 FILLER = STOPWORDS | QUESTION_WORDS
 
 

@@ -4,20 +4,12 @@ A question that compares documents it names by title — "Which film came out fi
 "Are X and Y from the same country?" — asks about those documents, not about what they link
 to. So ``titles`` gives their first chunks, best cosine first, then the nearest chunks to the
 question, one chunk per document first (``ppr.documents_first``). No seeds, no walk, no BM25:
-``ppr`` would rank the named documents first as well (``TITLE_SEED_SHARE``), and the bridge
-passages its walk adds are not asked for. Where the question names no title (or the corpus has
-none) it is vector search with one chunk per document first (LiHua-World dev recall@5 0.805
-against vector's 0.795; 2WikiMultihopQA, all 400 questions: 0.691 against 0.646, p50 9.9 ms
-against 8.1 ms).
+the bridge passages ``ppr``'s walk adds are not asked for. Where the question names no title (or
+the corpus has none) it is vector search with one chunk per document first. ``auto`` routes a
+question here (label G, ``plan``) when it names two or more titles and no relation noun
+(``questions.compares_titles``).
 
-``auto`` routes a question here (label G, ``plan``) when it names two or more titles and no
-relation noun (``questions.compares_titles``): a relation noun keeps the walk, since "Which film has
-the director born first, X or Y?" needs both directors' passages. Measured as ``ppr``'s
-shortcut, interleaved per question (``ppr_compare_side_by_side.json``): 94 of 400
-2WikiMultihopQA dev questions, recall@2 0.743 → 0.744 and recall@5 0.869 → 0.871, mean latency
-27.3 → 23.6 ms; HotpotQA's 40-question sample (not looked at when writing the rule) 8 routed,
-recall unchanged, 21.0 → 17.4 ms. On those 94 questions vector search alone reaches recall@2
-0.761 against 0.995.
+Design: docs/design/retrievers.md
 """
 
 from __future__ import annotations

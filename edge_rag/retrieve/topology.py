@@ -1,28 +1,17 @@
 """Topology-enhanced retrieval (TR, eqs. 18–29): anchors, k-hop paths, S = S_R + S_E, top-k.
 
-Interpretations of the paper, where it leaves room:
+Interpretations of the paper, where it leaves room (docs/design/retrievers.md gives each one):
+E^e (eq. 19) is the nearest entity of each low-level term; E^a (eq. 20) the answer-typed entities
+*within the k-hop neighbourhood* of E^e, not corpus-wide; each hop keeps the ``BEAM`` frontier
+entities with the best path weight. S_R: ω_r for a structural relation touching E^e (eq. 22), s_r
+times the mean w(r') of the tail's (else the head's) other relations for a similar one (eq. 23),
+the best product of w along a path further out (eq. 24). S_E (eq. 26) counts r's endpoints among
+the anchors plus those among the answer-typed entities (0–2: an anchor is never both). C_TR
+(eqs. 28–29) takes the chunks of the chosen relations and of all their entities, a reached
+entity with ``REACHED_SHARE`` of its best relation's rank. With ``use_weights=False`` every w(r)
+is 1, as the paper's "-Weights" ablation.
 
-- K_e are the query's low-level terms (rules: name spans, dates, times, graph names matched
-  with rapidfuzz); E^e (eq. 19) is the nearest entity of each, or of the question when there is
-  none. K_a are answer types from the question word; E^a (eq. 20) are the entities of those
-  types *within the k-hop neighbourhood* of E^e — a corpus-wide type match would make every
-  time or person an anchor. So the expansion of eq. 21 starts from E^e.
-- The expansion keeps, per hop, the ``BEAM`` frontier entities with the best path weight: a
-  person in every conversation would otherwise bring the whole graph within two hops.
-- S_R (eqs. 22–25), with E^e as "the query entity" (head e_h): a structural relation touching
-  E^e scores ω_r (eq. 22). A similar edge from e_h to e_t scores s_r times the mean unified
-  weight w(r') of e_t's other relations, or, when e_t has none, of e_h's other relations
-  (eq. 23; "relationship scores" read as w of eq. 25, so both branches average one scale).
-  A relation h hops away scores the best product of w along a path from E^e (eq. 24 and its
-  recursive extension).
-- S_E (eq. 26) counts r's endpoints in E^e plus those in E^a (0–4).
-- C_TR = G_index(E'_TR, R'_TR) (eqs. 28–29) takes the chunks of the chosen relations and of all
-  their entities, not only the anchors': the entity two hops out is where a multi-hop answer
-  lives. A reached entity supports its chunks with ``REACHED_SHARE`` (0.3) of the best rank
-  of the relations that reach it — chosen on 2WikiMultihopQA and LiHua-World dev from 0.3 and 1
-  (0.3: 2Wiki R@5 0.603 → 0.627 on the first 100 questions, LiHua unchanged).
-- With ``use_weights=False`` every w(r) is 1, so S_R is 1 and the ranking rests on the counts
-  S_E, as the paper's "-Weights" ablation.
+Design: docs/design/retrievers.md
 """
 
 from __future__ import annotations
@@ -35,8 +24,8 @@ from .graph_reader import GraphReader, Relation
 from .local import describe
 from .types import Retrieval
 
-BEAM = 32
-REACHED_SHARE = 0.3
+BEAM = 32  # frontier entities kept per hop of the expansion
+REACHED_SHARE = 0.3  # a reached entity's support: this share of its best relation's rank (retrievers.md)
 
 
 class TopologyRetriever:

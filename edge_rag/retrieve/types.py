@@ -1,4 +1,7 @@
-"""What every retrieval method returns."""
+"""What every retrieval method returns.
+
+Design: docs/design/retrievers.md
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Vector retrieval (VR, eq. 7): nearest chunks to the query embedding, the NaiveRAG baseline."""
+"""Vector retrieval (VR, eq. 7): nearest chunks to the query embedding, the NaiveRAG baseline.
+
+Design: docs/design/retrievers.md
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,8 @@ from ..store import ChunkRecord
 from .base import IndexView, timed
 from .types import Retrieval, RetrievedChunk
 
-# Fetch a few extra neighbours: a chunk deleted by another process may still be in a view.
+# Fetch a few extra neighbours: a chunk deleted by another process may still be in a view
+# (retrievers.md).
 OVERFETCH = 4
 
 

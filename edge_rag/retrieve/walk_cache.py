@@ -1,24 +1,17 @@
 """The random walk's matrix, BM25 postings and title table: derived once, stored, mapped.
 
-``WalkGraph.from_store`` (``ppr.py``) reads the graph and the chunk texts as a stream (a batch of
-chunks at a time) and gives the ``WalkGraph`` that ``ppr`` walks, with its title index and BM25
-index (``title_index.py``, ``lexical.py``). The writer calls ``store_walk`` at the end of every insert,
-delete and sync: the arrays go to ``walk/`` beside the index (``store/walk_files.py``).
-``open_walk`` maps them read-only when they are current, so the first ``ppr`` query of a process
-pays for no derivation, and resident memory holds only the pages its walk touches. The title
-and term dictionaries become sorted string tables searched in the mapped files.
-
-A write does not read every chunk's text again: the files also keep each chunk's term counts
-(``lex_tf``) and title links (``title_links``), and the stamp the digest of the titles they were
-found with, so while the documents' titles stay the same the next walk reuses them for the chunks
-that remain and reads only the new chunks' texts (``ChunkReading``). At 30× LiHua-World this was
-two fifths of inserting one conversation. An insert keeps every chunk, so its word counts are
-the stored term-major postings with the new chunks' merged in (``TermCounts.resumed``): at 30×
-the walk's part of inserting one short conversation fell from 1.96 to 1.42 CPU s (medians of five
-alternating runs). Its result is the walk a full derivation gives.
+``WalkGraph.from_store`` (``ppr.py``) reads the graph and the chunk texts as a stream and gives
+the ``WalkGraph`` that ``ppr`` walks, with its title and BM25 indexes. The writer calls
+``store_walk`` at the end of every insert, delete and sync: the arrays go to ``walk/`` beside the
+index (``store/walk_files.py``), with each chunk's term counts and title links, so the next write
+reads only the new chunks' texts while the titles stay the same (``ChunkReading``). ``open_walk``
+maps them read-only when they are current: the first ``ppr`` query of a process derives nothing,
+and resident memory holds only the pages its walk touches.
 
 An encrypted index stores nothing (the words would be in the clear) and derives in memory, as
 does the "-Weights" ablation (``use_weights=False``), which the stored arrays do not describe.
+
+Design: docs/design/ppr.md
 """
 
 from __future__ import annotations
@@ -43,7 +36,7 @@ if TYPE_CHECKING:
 GENERATION_KINDS = ("chunk", "entity", "relation")
 GRAPH_ARRAYS = ("entity_ids", "chunk_ids", "indptr", "indices", "data", "entity_chunks")
 TERM_ARRAYS = ("lex_indptr", "lex_positions", "lex_weights", "lex_idf")
-NAME_BLOCK = 16384
+NAME_BLOCK = 16384  # stored names compared with a question's n-grams per rapidfuzz call (ppr.md)
 
 
 def generations(store: IndexStore) -> list[int]:
@@ -70,8 +63,8 @@ def store_walk(directory: Path, store: IndexStore) -> bool:
 
 def earlier_reading(directory: Path, stamp: dict[str, Any] | None) -> ChunkReading | None:
     """What the stored walk read from the chunk texts (counts and title links), mapped, for the
-    next walk to reuse: at 30x LiHua-World, reading every chunk's words and titles again was
-    two fifths of what inserting one conversation cost. None when the files do not hold it."""
+    next walk to reuse (reading them again dominated a small insert into a large index,
+    docs/design/ppr.md). None when the files do not hold it."""
     if stamp is None or "titles" not in stamp:
         return None
     arrays = walk_files.load(directory, ["chunk_ids", *TERM_ARRAYS, "lex_tf", "title_links",

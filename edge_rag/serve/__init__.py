@@ -2,6 +2,8 @@
 
 Needs the ``serve`` extra (Starlette, uvicorn, python-multipart), imported only when the server
 starts: ``import edge_rag`` stays light.
+
+Design: docs/design/serve.md
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from ..errors import MissingExtra
 
 INSTALL = "pip install 'edge-rag[serve]'"
-GRACE_SECONDS = 3
+GRACE_SECONDS = 3  # seconds uvicorn gives open connections at shutdown (serve.md)
 
 
 @dataclass

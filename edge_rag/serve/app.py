@@ -1,5 +1,8 @@
 """The service behind the endpoints: models loaded once, three lanes, the index's counts kept in
-memory for ``/health`` (the ASGI app around it is ``routes.build_app``)."""
+memory for ``/health`` (the ASGI app around it is ``routes.build_app``).
+
+Design: docs/design/serve.md
+"""
 
 from __future__ import annotations
 
@@ -23,14 +26,15 @@ from .chat import BadRequest, ChatRequest
 from .queue import Job, Lane, Stopped
 
 T = TypeVar("T")
-RETRIEVAL_WAITING = 64
-WRITING_WAITING = 8
-JSON_LIMIT = 1 << 20
-UPLOAD_LIMIT_MB = 16.0
-FORM_OVERHEAD = 64 << 10
+# Queues and body limits (docs/design/serve.md).
+RETRIEVAL_WAITING = 64  # retrievals waiting on the retrieval lane
+WRITING_WAITING = 8  # inserts and deletes waiting on the writing lane
+JSON_LIMIT = 1 << 20  # bytes of a JSON body
+UPLOAD_LIMIT_MB = 16.0  # an uploaded file, at most (and at most max_document_mb)
+FORM_OVERHEAD = 64 << 10  # bytes of a multipart form besides its file
 COUNTED = ("documents", "chunks", "entities", "relations")
 # At shutdown a lane's worker finishes its step (the SLM's and embedder's calls are interrupted; leaving
-# onnxruntime running while the interpreter exits would abort the process).
+# onnxruntime running while the interpreter exits would abort the process; serve.md).
 CLOSE_WAIT_SECONDS = 30.0
 # Methods that never call the SLM, whatever the profile's planner and keyword extractor.
 SLM_FREE = ("vector", "none", "ppr", "titles")

@@ -1,5 +1,8 @@
 """The OpenAI chat-completions shapes: a request read into a question, an answer written as a
-completion or as stream chunks, with edge-rag's sources, method and timings as extra fields."""
+completion or as stream chunks, with edge-rag's sources, method and timings as extra fields.
+
+Design: docs/design/serve.md
+"""
 
 from __future__ import annotations
 
@@ -17,10 +20,10 @@ from ..errors import EdgeRagError
 from ..retrieve import RETRIEVERS, Retrieval, RetrievedChunk
 from .queue import Job, Stopped
 
-MAX_QUESTION_CHARS = 2000
+MAX_QUESTION_CHARS = 2000  # the longest question a request may ask (serve.md)
 METHODS = (*sorted(RETRIEVERS), "auto")
 # A short follow-up that points back ("and when did he come?") is retrieved together with the
-# previous question; the answer stage still sees the question alone.
+# previous question; the answer stage still sees the question alone (serve.md).
 FOLLOW_UP_WORDS = 8
 POINTERS = re.compile(r"\b(it|its|he|she|him|his|her|they|them|their|that|this|those|these|there|"
                       r"then)\b", re.IGNORECASE)

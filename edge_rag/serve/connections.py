@@ -1,18 +1,17 @@
 """Connections a board can hold: a cap, a deadline for request headers, the open-file limit and
 logs that a flood cannot grow.
 
-uvicorn answers 503 once ``serve_connections`` requests are in progress (``limit_concurrency``)
-and closes a keep-alive connection idle for ``serve_keep_alive_seconds``. ``protocol`` adds what it
-lacks against connections that send their headers slowly or never: a connection counts against
-that limit only while a request of it is in progress, it is closed when its headers take
-longer than ``serve_header_seconds`` (from its opening or its last answer), and at most
-``PENDING_PER_CONNECTION`` times ``serve_connections`` may wait so, and fewer than the open files
-the process may hold (beyond, the oldest is closed), so that they neither exhaust the open files nor
-lock out a client that sends its request at once. A request that carries the token is not refused
-for the requests of others in progress: a flood without the token cannot lock its holder out.
+uvicorn answers 503 once ``serve_connections`` requests are in progress and closes a keep-alive
+connection idle for ``serve_keep_alive_seconds``. ``protocol`` adds what it lacks against
+connections that send their headers slowly or never: a connection counts against that limit only
+while a request of it is in progress, is closed when its headers take longer than
+``serve_header_seconds``, and at most ``PENDING_PER_CONNECTION`` times ``serve_connections`` may
+wait so, fewer than the open files (beyond, the oldest is closed). A request that carries the
+token is not refused for the requests of others: a flood without it cannot lock its holder out.
 At start the soft limit on open files is raised toward the hard one (up to ``OPEN_FILES``); a
-message the event loop or uvicorn logs again and again (an accept error per connection, a 503 per
-request) is written once a minute with the count of those left out.
+message logged again and again is written once a minute with the count of those left out.
+
+Design: docs/design/serve.md
 """
 
 from __future__ import annotations
@@ -23,10 +22,11 @@ import logging
 import time
 from typing import Any
 
-OPEN_FILES = 65536
-PENDING_PER_CONNECTION = 16
+# Connections and logs under a flood (docs/design/serve.md).
+OPEN_FILES = 65536  # the soft open-file limit is raised toward the hard one, up to this
+PENDING_PER_CONNECTION = 16  # connections still sending headers, per allowed request in progress
 RESERVED_FILES = 128  # the index, the models, the lanes' files: never taken by waiting connections
-LOG_EVERY_SECONDS = 60.0
+LOG_EVERY_SECONDS = 60.0  # a repeated log message is written at most this often
 NOISY_LOGGERS = ("asyncio", "uvicorn.error")
 
 

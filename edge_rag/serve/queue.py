@@ -5,6 +5,8 @@ one answer at a time), ``retrieval`` (never waits behind an answer) and ``writin
 deletes, under the index's write lock). A full queue refuses at once (``QueueFull``, answered
 503 with ``Retry-After``); a job is stopped between two steps when its client left, its deadline
 passed or the server is shutting down.
+
+Design: docs/design/serve.md
 """
 
 from __future__ import annotations

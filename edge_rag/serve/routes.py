@@ -1,4 +1,7 @@
-"""The HTTP endpoints: OpenAI chat completions and models, retrieve, documents, health, the page."""
+"""The HTTP endpoints: OpenAI chat completions and models, retrieve, documents, health, the page.
+
+Design: docs/design/serve.md
+"""
 
 from __future__ import annotations
 
@@ -33,9 +36,10 @@ from .queue import Job, QueueFull, Stopped
 from .security import ASGIApp, BodyTooLarge, Guard, Rules, SlowBody, clean_message
 
 CLIENT_ERRORS = (BadRequest, BadDocument, UnknownMethod, ContextOverflow)
-KEEP_ALIVE_SECONDS = 1.0
-POLL_SECONDS = 0.2
-MAX_SOURCE_CHARS = 200
+# Streaming and uploads (docs/design/serve.md).
+KEEP_ALIVE_SECONDS = 1.0  # an SSE comment after this long without an event
+POLL_SECONDS = 0.2  # how often a waiting request looks at its job
+MAX_SOURCE_CHARS = 200  # an upload's source name, at most
 PAGE_HEADERS = {"content-security-policy": "default-src 'self'; script-src 'unsafe-inline'; "
                 "style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
                 "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",

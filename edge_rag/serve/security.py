@@ -10,6 +10,7 @@ read); a POST carries ``application/json`` (an upload ``multipart/form-data``), 
 page's form or ``text/plain`` request never reaches a route. Bodies over the limit are refused
 (413) before they are read whole, and a body must arrive within the request's time limit (408).
 Errors are JSON ``{"error": {"message", "type"}}`` without a traceback or a file path.
+Design: docs/design/serve.md
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..store.cipher import check_private
 
 TOKEN_ENV = "EDGE_RAG_TOKEN"
 OPEN_PATHS = ("/health", "/")
-MIN_TOKEN_CHARS = 16
+MIN_TOKEN_CHARS = 16  # the shortest token accepted (serve.md)
 JSON = "application/json"
 MULTIPART = "multipart/form-data"
 UPLOAD_PATH = "/v1/documents"

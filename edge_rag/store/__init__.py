@@ -1,4 +1,7 @@
-"""Index storage: one SQLite file (source of truth) plus USearch vector files."""
+"""Index storage: one SQLite file (source of truth) plus USearch vector files.
+
+Design: docs/design/storage.md
+"""
 
 from .lock import WriteLock
 from .sqlite import ChunkRecord, DocumentRecord, IndexStore

@@ -7,6 +7,8 @@ temporary tables and sorts in memory. A key is exactly 64 hex digits, used as th
 (no derivation), or anything else, a passphrase of 12 characters or more from which SQLCipher
 derives the page key (PBKDF2-HMAC-SHA512, at every open). A key or token file that other users
 may read is refused.
+
+Design: docs/design/storage.md
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ KEY_ENV = "EDGE_RAG_KEY_FILE"
 WRONG_KEY = "index is encrypted: wrong or missing key"
 SQLITE_HEADER = b"SQLite format 3\x00"
 RAW_KEY = re.compile(r"[0-9a-fA-F]{64}")
-MIN_PASSPHRASE = 12
+MIN_PASSPHRASE = 12  # the shortest passphrase accepted (storage.md)
 PRIVATE = 0o044  # mode bits that let group or others read a file
 
 Key = str | bytes

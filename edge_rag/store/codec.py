@@ -2,25 +2,15 @@
 
 Every vector the index keeps (chunks, entity names, relations) is written to SQLite as 4 bits
 per dimension (schema 5): the vector divided by a step of ``SPREAD`` standard deviations over 7,
-rounded and clipped to the levels -7..7, two levels packed per byte behind a ``MARK`` byte (193
-bytes at 384 dimensions, an eighth of f32's). Cosine ignores scale, so no scale is stored. The
-levels are searched as int8 rows (USearch's ``i8`` kind, exactly and in HNSW files): a vector file
-holds exactly SQLite's levels and is rebuilt from SQLite bit for bit. A query is not stored, so
-it keeps 8 bits: the vector scaled so its largest component is ±127 (``codes``); asymmetric
-search loses less than quantising both sides. A stored vector used as a query (aggregation's
-candidate sets, eq. 1, taken ``as_stored``) queries with its own levels (``query_codes``), so
-two stored vectors have one cosine whichever of them asks. ``f16``/``f32`` vector files (the
-``vector_dtype`` setting) take the decoded unit vectors.
+rounded and clipped to the levels -7..7, two levels packed per byte behind a ``MARK`` byte. Cosine
+ignores scale, so no scale is stored. The levels are searched as int8 rows (USearch's ``i8``
+kind), so a vector file is rebuilt from SQLite bit for bit. A query keeps 8 bits (``codes``); a
+stored vector used as a query (aggregation's candidate sets, eq. 1) queries with its own levels
+(``query_codes``), so two stored vectors have one cosine whichever of them asks. ``f16``/``f32``
+vector files take the decoded unit vectors. Schema 3 and 4 blobs are 8-bit codes (never -128); a
+blob whose first byte is ``MARK`` is a 4-bit one, so either reads back right (``code_of``).
 
-Schema 3 and 4 blobs are 8-bit codes (one byte per dimension, never -128); a blob whose first
-byte is ``MARK`` (-128) is a 4-bit one, so either reads back right (``code_of``) and a
-migration re-encodes the old ones once.
-
-Interpretation: the paper stores vectors in its graph database without saying at what
-precision. Measured on dev (``benchmarks/results/retrieval_*``, schema 4 → 5): with the levels
-clipped at 2.5 σ (the step that minimises a Gaussian's rounding error at 15 levels), a 4-bit
-row keeps a cosine of 0.99 to its 8-bit code and every method's recall@5 stays within 0.01.
-Max-abs scaling, which 8 bits can afford, wastes 4 bits on one outlying component.
+Design: docs/design/storage.md
 """
 
 from __future__ import annotations
@@ -34,8 +24,8 @@ LEVELS = 127.0  # 8-bit query codes: ±127
 STORED_LEVELS = 7  # 4-bit stored levels: -7..7 (the nibble -8 pads an odd dimension)
 SPREAD = 2.5  # the stored levels span ±SPREAD standard deviations of a vector's components
 MARK = b"\x80"  # first byte of a 4-bit blob (an 8-bit code is never -128)
-PAD = -8
-FIXED_POINT_ROUNDS = 8
+PAD = -8  # the nibble that pads an odd dimension (storage.md)
+FIXED_POINT_ROUNDS = 8  # times the stored levels are quantised again to reach their fixed point
 AS_STORED_TOLERANCE = 1e-5  # a float32 round trip of levels stays far inside this
 
 
@@ -91,7 +81,7 @@ def pack(level_rows: np.ndarray) -> list[bytes]:
 def unpack(packed: np.ndarray) -> np.ndarray:
     """Levels (int8 rows) of packed 4-bit rows (uint8, ``MARK`` removed): each byte looked up
     as its two levels (``_LEVEL_PAIRS``), one pass over the matrix (an exact-search kind is
-    unpacked whole when an index opens: 40k names, 3-4x faster than a numpy pass per step)."""
+    unpacked whole when an index opens; docs/design/storage.md)."""
     rows = np.take(_LEVEL_PAIRS, np.asarray(packed, dtype=np.uint8), axis=0).reshape(len(packed), -1)
     return rows[:, :-1] if len(rows) and rows.shape[1] and rows[0, -1] == PAD else rows
 
@@ -193,8 +183,8 @@ def from_version_4(blobs: Iterable[bytes]) -> list[bytes]:
     return encode_rows(code_rows(blobs).astype(np.float32))
 
 
-# (−cos as float32, as searched; id as int64): ~60 bytes for 2Wiki's mean candidate set of 2.4
-# names, where a list of tuples takes ~330.
+# (−cos as float32, as searched; id as int64): a candidate set packed in bytes, a fraction of
+# what a list of tuples takes (storage.md).
 PAIR = np.dtype([("negative", "<f4"), ("id", "<i8")])
 
 

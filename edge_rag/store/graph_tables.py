@@ -1,5 +1,8 @@
 """SQL of the graph: mentions per chunk, entity names with vectors, nodes, relations and links;
-the typed reads retrieval and export use."""
+the typed reads retrieval and export use.
+
+Design: docs/design/storage.md, docs/design/index.md
+"""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import numpy as np
 from .codec import decode, encode, encode_rows
 from .schema import MENTION_DESCRIPTION
 
-BATCH = 500
+BATCH = 500  # ids per ``IN (...)`` read, below SQLite's bound-variable limit (storage.md)
 
 
 class MentionRow(NamedTuple):
@@ -546,16 +549,11 @@ class GraphTables:
 
 # Relations kept without a vector (and without the description and text hash only embedding
 # needs): those whose every mention is a co-occurrence chain link of the fast extractor (two
-# names on one line). Measured on dev (benchmarks/retrieval/graph_ablation.py, retrieval_*): removing
-# them costs no method on LiHua more than 0.007 of recall@5, and 2Wiki's (99.7% of its 134k
-# relations) served every method within 0.01 without vectors. Retrieval still walks them as
+# names on one line) or a speaker → name link ('mentions'). Retrieval still walks them as
 # edges; only dual's relation search (R_DR, eq. 14) cannot reach them. The speaker → word links
-# ('talks about', 70% of LiHua's relations) keep theirs: without, dual lost 0.015 on LiHua.
-# Schema 4 also keeps the fast extractor's speaker → name links ('mentions') without a vector:
-# removing them outright cost no method on LiHua (graph_ablation_lihua.json: every method
-# equal or better), so dual's relation search does not need them.
+# ('talks about') keep theirs. What each costs in recall: docs/design/storage.md.
 UNEMBEDDED_KEYWORDS = frozenset({"co-occur", "mentions"})
-NODE_DESCRIPTION_CHARS = 400
+NODE_DESCRIPTION_CHARS = 400  # what a node's exported description holds of its mentions (storage.md)
 RELATION_DESCRIPTION_CHARS = 400  # what a structural relation's embedded text holds of its mentions
 
 

@@ -1,4 +1,7 @@
-"""A per-index writer lock: many readers, one writer at a time."""
+"""A per-index writer lock: many readers, one writer at a time.
+
+Design: docs/design/storage.md
+"""
 
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 old key may be a short passphrase, to move an index off it; the new one may not).
 
 Above ``sqlite.py`` and ``vectors.py`` (it removes the vector files), which ``cipher.py`` sits below.
+
+Design: docs/design/storage.md
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""SQL schema of an index file: documents, chunks and the weighted graph's adjacency."""
+"""SQL schema of an index file: documents, chunks and the weighted graph's adjacency.
+
+Design: docs/design/storage.md (what each version changed)
+"""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 7  # the file's schema; docs/design/storage.md gives each version's change
 VECTOR_KINDS = ("chunk", "entity", "relation")
 
 # Mentions (per chunk, as extracted) are the source of truth of the graph; entity_keys (one row
@@ -10,38 +13,15 @@ VECTOR_KINDS = ("chunk", "entity", "relation")
 # from them and rebuilt for the part an insert or delete touches. Relations are the graph's
 # adjacency: kind 'structural' carries a weight (omega_r), kind 'similar' the aggregation score
 # S. Both endpoints are indexed so one-hop lookups in either direction are an index seek.
-# Version 1 files had the same tables for documents and chunks and empty graph tables, so
-# opening one drops GRAPH_TABLES_V1, creates the rest and keeps everything else. Version 2 had
-# these tables with f16 vector blobs (768 bytes at 384 dimensions); version 3 holds i8 codes
-# (``codec.py``), so opening a version 2 file re-encodes its blobs once.
-# A blob's length alone cannot tell the two apart for every dimension: the version decides.
-# Version 3 also stores a mention's description that is a span of its chunk's text (nearly all
-# of the fast extractor's: lines and snippets) as that span: ``at`` (0-based character offset)
-# and ``len`` with an empty ``description``; MENTION_DESCRIPTION reads either form back.
-# Version 4 stores no node description (``entities.description`` stays empty and export derives
-# it from the mentions), keeps the fast extractor's 'mentions' relations without a vector, and
-# indexes relation endpoints without the kind (``relations_from``/``relations_to``: the kind
-# text repeated in both indexes was 3 MB of 2Wiki's 134k relations); RELATION_INDEXES_V3 are
-# the version 3 indexes a migration drops.
-# Version 5 (issue 16: LiHua 13.1 -> under 8 MiB, 2Wiki 71.6 -> under 64):
-# - every vector at 4 bits (``codec.py``; 193 bytes at 384 dimensions), re-encoded on migration;
-# - no text indexes on relation_mentions' endpoint keys (13 % of a 2Wiki index): a relation's
-#   endpoints are entity mentions of its own chunk, so ``GraphTables.relation_mentions`` finds
-#   the chunks through ``entity_mentions_key`` and the rows through the primary key;
-# - no (chunk_id, relation_id) index on relation_chunks: only a chunk's deletion looked a chunk's
-#   relations up (its cascade now scans the table, once per deleted chunk);
-# - a structural relation's description is kept only until its vector is stored (it is the text
-#   embedded); ``GraphTables.all_relations`` derives it from the mentions for export, exactly as
-#   the builder joined it; its text hash (for reusing the vector) has TEXT_SHA_DIGITS hex digits.
-# INDEXES_V4 are the version 4 indexes a migration drops.
-# Version 6 (issue 42) adds the tables of ``edge-rag sync`` (``synced.py``): each synced file's
-# size, mtime and content hash, and the documents it gave (``owned``: the sync added it, so the
-# sync may delete it; a document equal to one inserted otherwise is only linked). Opening a
-# version 5 file creates them.
-# entity_keys.description holds no description (nothing reads one back): it is empty, or holds
-# the running summary (JSON) of a name with many mentions (``index/summary.py``), which an
-# insert updates from the new chunks' mentions alone. Code that does not know it writes it
-# empty, and an empty one is derived again from the mentions, so files stay compatible.
+# Versions (docs/design/storage.md has what each changed): 1 documents and chunks; 2 the graph
+# tables, f16 blobs; 3 i8 codes, mention descriptions stored as spans of their chunk (``at``,
+# ``len``; MENTION_DESCRIPTION reads either form back); 4 no node descriptions, 'mentions'
+# relations without a vector, endpoint indexes without the kind (RELATION_INDEXES_V3 dropped);
+# 5 every vector at 4 bits, no key indexes on relation_mentions nor chunk index on
+# relation_chunks, no description beside a relation's vector (INDEXES_V4 dropped); 6 the tables
+# of ``edge-rag sync`` (``synced.py``). A blob's length alone cannot tell f16 from i8 for every
+# dimension: the version decides. entity_keys.description is empty or holds the running summary
+# (JSON) of a busy name (``index/summary.py``); an empty one is derived again from the mentions.
 MENTION_DESCRIPTION = ("CASE WHEN m.at IS NULL THEN m.description "
                        "ELSE substr((SELECT text FROM chunks WHERE id = m.chunk_id), m.at + 1, m.len) END")
 SPAN_COLUMNS = ("at", "len")
@@ -183,4 +163,4 @@ CREATE VIEW IF NOT EXISTS document_chunks AS
 GRAPH_TABLES_V1 = ("relation_chunks", "chunk_entities", "relations", "entities")
 RELATION_INDEXES_V3 = ("relations_source", "relations_target")
 INDEXES_V4 = ("relation_mentions_source", "relation_mentions_target", "relation_chunks_chunk")
-TEXT_SHA_DIGITS = 16
+TEXT_SHA_DIGITS = 16  # hex digits of a relation's text hash, which reuses its vector (storage.md)

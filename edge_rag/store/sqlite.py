@@ -1,4 +1,7 @@
-"""The index's SQLite file: schema, manifest, documents, chunks and vectors at rest."""
+"""The index's SQLite file: schema, manifest, documents, chunks and vectors at rest.
+
+Design: docs/design/storage.md
+"""
 
 from __future__ import annotations
 
@@ -24,8 +27,8 @@ from .synced import SyncedTables
 from .walk import WalkTables
 
 DB_FILE = "index.sqlite"
-BUSY_SECONDS = 30
-PAGE_SIZE = 8192
+BUSY_SECONDS = 30  # how long a connection waits for another's lock before it fails (storage.md)
+PAGE_SIZE = 8192  # bytes per page of a new plain file (storage.md)
 
 
 @dataclass(frozen=True)
@@ -321,9 +324,8 @@ class IndexStore:
 
     def vector_ids(self, kind: str) -> np.ndarray:
         """The ids of every stored vector of a kind, in table order, read as one comma-joined
-        string: 0.044 s for 30x LiHua-World's relations against 0.094 s with a Python row per
-        id. ``ORDER BY id`` keeps the table's order: without it the chunks' covering index on
-        (doc_id, ord) answers."""
+        string, not a Python row per id (docs/design/storage.md). ``ORDER BY id`` keeps the
+        table's order: without it the chunks' covering index on (doc_id, ord) answers."""
         sql = (f"SELECT group_concat(id, ',') FROM (SELECT id FROM {VECTOR_TABLES[kind]} "
                "WHERE vector IS NOT NULL ORDER BY id)")
         return np.fromstring(self.conn.execute(sql).fetchone()[0] or "", dtype=np.uint64, sep=",")
@@ -437,9 +439,9 @@ def _check_directory(directory: Path, path: Path, create: bool) -> None:
 
 def _configure(conn: sqlite3.Connection, settings: Settings, encrypted: bool = False) -> None:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
-    # New files only (an existing file keeps its own): 8 KiB pages pack the ~1 KB chunk rows
-    # and the graph's rows tighter than 4 KiB ones (LiHua: 1.7 % smaller after VACUUM).
-    # SQLCipher keeps its own page size (4 KiB), so that its tools open the file with the key alone.
+    # New files only (an existing file keeps its own): larger pages pack the chunk rows and the
+    # graph's rows tighter than SQLite's default ones (storage.md). SQLCipher keeps its own page
+    # size, so that its tools open the file with the key alone.
     if not encrypted:
         conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     # Deleted rows are overwritten with zeros, not left on free pages (deletes stay deletes);

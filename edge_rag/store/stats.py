@@ -1,4 +1,7 @@
-"""What an index holds: counts and bytes on disk (``EdgeRAG.stats``, ``edge-rag stats``)."""
+"""What an index holds: counts and bytes on disk (``EdgeRAG.stats``, ``edge-rag stats``).
+
+Design: docs/design/storage.md
+"""
 
 from __future__ import annotations
 

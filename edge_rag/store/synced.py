@@ -6,6 +6,8 @@ from ``os.stat`` alone. Each file links to the documents it gave; ``owned`` mark
 sync added the document. A document is deleted with its last link, and only if some sync added
 it: documents inserted otherwise (``insert_text``, ``edge-rag index``) are never deleted by a
 sync, even when a synced file has the same text.
+
+Design: docs/design/sync.md
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ with USearch's brute-force kernel, and no vector file exists. A larger kind also
 SQLite when stale.
 
 Interpretation: the paper retrieves by vector similarity without naming an index structure.
-Exact search returns the true nearest neighbours (HNSW approximates them), and at edge sizes
-(LiHua-World 2.5k chunks, 2WikiMultihopQA 45k entity names) it costs milliseconds, while an
-HNSW file repeats every vector next to its graph links (measured in
-``benchmarks/results/vector_store.json``).
+Exact search returns the true nearest neighbours (HNSW approximates them) and at edge sizes costs
+milliseconds, while an HNSW file repeats every vector next to its graph links.
+
+Design: docs/design/storage.md
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from .cipher import database_errors
 from .codec import for_search, for_storage, search_form
 from .sqlite import DB_FILE, VECTOR_TABLES, IndexStore, VectorState
 
-# (query, row) pairs per exact-search call. A build searches thousands of new names at once: 2^21
-# pairs held ~37 MiB during a call (3,000 names against 2Wiki's 44,794), 2^19 ~15 MiB for a
-# third more search time, a small part of a build.
+# (query, row) pairs per exact-search call: a build searches thousands of new names at once, and
+# the kernel holds a distance per pair (storage.md has the memory against the time).
 EXACT_CELLS = 1 << 19
 VECTOR_FILES = {"chunk": "chunks.usearch", "entity": "entities.usearch", "relation": "relations.usearch"}
 # The entity names' kept candidate sets (``index/candidates.py``), beside the vector files.
 CANDIDATES_FILE = "candidates.npz"
-# Keys of the filler vectors that overwrite removed slots before a save (SQLite ids stay far below).
+# Keys of the filler vectors that overwrite removed slots before a save (SQLite ids stay far
+# below; storage.md).
 FILLER_KEY = 1 << 63
 
 
@@ -50,7 +50,7 @@ class ExactVectors:
     Adds and removes are buffered and applied in one pass before the next search, so a build
     that replaces names one at a time does not copy the matrix each time. A matrix opened
     ``deferred`` holds its keys at once and reads its rows at the first search (an insert only
-    adds chunks and relations: reading their rows cost 30x LiHua-World 0.4 s a write)."""
+    adds chunks and relations, and need not read them; docs/design/storage.md)."""
 
     def __init__(self, dim: int, keys: np.ndarray, rows: np.ndarray | None,
                  reader: Callable[[], ExactVectors] | None = None) -> None:
@@ -109,7 +109,7 @@ class ExactVectors:
                          if (keep := ~np.isin(k, gone)).any()]
         # Only keys present are remembered: a build drops every relation of the region it
         # rebuilds, most of them without a vector, and this kind may not be searched (merged)
-        # before the build ends (a 2Wiki build piled up millions of absent keys here).
+        # before the build ends (a large build piled up millions of absent keys here).
         self._removed.update(int(k) for k in gone[np.isin(gone, self._keys)])
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -117,8 +117,8 @@ class ExactVectors:
         row per query for a matrix of queries, a flat pair for one vector.
 
         USearch's exact kernel holds a distance for every (query, row) pair of a call, so a
-        matrix of queries is searched in slices of at most ``EXACT_CELLS`` pairs (8,000 queries
-        against 2WikiMultihopQA's 44k names in one call took 5.4 GiB)."""
+        matrix of queries is searched in slices of at most ``EXACT_CELLS`` pairs (one call for a
+        build's thousands of names took gigabytes; docs/design/storage.md)."""
         self._merge()
         if queries.ndim == 1:
             return self._search(queries, k)
@@ -377,11 +377,11 @@ class Twins:
 
     Many identical vectors (a signature or a quoted line that makes a chunk of its own in every
     mail) fill HNSW neighbour lists with each other at distance zero, and the search stops
-    reaching other vectors: 20,000 copies of one vector among 2,000 others left USearch finding
-    46 % of the others first (``tests/test_scale.py``). So the graph holds each distinct vector
-    once, under its first key (the representative); its twins are listed here, returned with it
-    by every search at the same similarity, and saved beside the HNSW file. Removing a
-    representative promotes its first twin. Only the chunk kind has twins (``enabled``)."""
+    reaching other vectors (``tests/test_scale.py``; docs/design/storage.md). So the graph holds
+    each distinct vector once, under its first key (the representative); its twins are listed
+    here, returned with it by every search at the same similarity, and saved beside the HNSW
+    file. Removing a representative promotes its first twin. Only the chunk kind has twins
+    (``enabled``)."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled

@@ -1,5 +1,8 @@
 """Whole-graph reads for the random-walk retriever (``ppr``): every node, edge and chunk link as
-arrays, read once per index generation, plus the few per-query lookups it makes."""
+arrays, read once per index generation, plus the few per-query lookups it makes.
+
+Design: docs/design/ppr.md
+"""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ import numpy as np
 from .codec import decode_rows
 from .graph_tables import marks, parts
 
-# Keys per packed read (``WalkTables._packed``): a range of 65,536 ids reads a few MB of text at most.
+# Keys per packed read (``WalkTables._packed``): a range of ids bounds the text one read holds
+# (ppr.md).
 PACKED_SPAN = 65536
 
 
@@ -59,8 +63,8 @@ class WalkTables:
 
     def arrays(self) -> GraphArrays:
         """Every node, relation and chunk link (one consistent read), streamed into arrays a few
-        thousand rows at a time: row tuples of a whole 30 MB corpus's graph would take hundreds
-        of MiB."""
+        thousand rows at a time: row tuples of a large corpus's whole graph would not fit a
+        small device."""
         own = not self.conn.in_transaction
         if own:
             self.conn.execute("BEGIN")  # one read snapshot for all four tables
@@ -104,7 +108,7 @@ class WalkTables:
         for part in parts([int(i) for i in ids]):
             sql = f"SELECT id, vector FROM chunks WHERE id IN ({marks(part)})"
             rows = self.conn.execute(sql, part).fetchall()
-            if rows:  # one decoding pass over the part's blobs (a blob at a time cost ppr ~2 ms a query)
+            if rows:  # one decoding pass over the part's blobs, not a blob at a time (docs/design/ppr.md)
                 out.update(zip((r[0] for r in rows), decode_rows(r[1] for r in rows)))
         return out
 
@@ -119,9 +123,9 @@ class WalkTables:
     def _packed(self, table: str, key: str, columns: tuple[str, ...], types: tuple[Any, ...],
                 span: int = PACKED_SPAN) -> list[np.ndarray]:
         """Numeric ``columns`` of ``table`` in ``key`` order, read ``span`` keys at a time as one
-        comma-joined string per column and parsed by numpy: a row tuple per row cost 30x
-        LiHua-World's index about a second of every write. A REAL comes back within 1e-15 of
-        itself (SQLite's 15 digits), far inside the float32 it is kept as."""
+        comma-joined string per column and parsed by numpy, not a Python row tuple per row (the
+        cost of each is in docs/design/ppr.md). A REAL comes back within 1e-15 of itself
+        (SQLite's 15 digits), far inside the float32 it is kept as."""
         low, high = self.conn.execute(f"SELECT min({key}), max({key}) FROM {table}").fetchone()
         joined = ", ".join(f"group_concat({column}, ',')" for column in columns)
         sql = f"SELECT {joined} FROM {table} WHERE {key} >= ? AND {key} < ?"

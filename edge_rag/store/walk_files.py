@@ -1,18 +1,17 @@
 """Arrays the build writes once beside the index and queries memory-map (``walk/``).
 
-The random walk's matrix, its BM25 postings and its title table used to be derived from the whole
-graph in the memory of every process that ran ``ppr`` (2WikiMultihopQA: ~100 MiB and ~2 s on
-first use, growing with the corpus). The writer now stores them as ``.npy`` files and the reader
-maps them read-only (``numpy.load(mmap_mode="r")``): a query touches the pages of the rows its
-walk reaches, and the operating system may drop them again, so resident memory follows the
-query, not the corpus.
+The random walk's matrix, its BM25 postings, its title table and the graph's names are stored as
+``.npy`` files and mapped read-only (``numpy.load(mmap_mode="r")``): a query touches the pages of
+the rows its walk reaches, and the operating system may drop them again, so resident memory
+follows the query, not the corpus.
 
 A folder ``walk/<stamp>/`` holds one generation: its ``stamp.json`` names the index generations
 (chunk, entity, relation) it was derived from, and a reader uses it only while those are the
-index's current ones (otherwise it derives the arrays in memory, as before). A new generation is
-written to a new folder and ``walk/current`` names it, replaced atomically; a reader that mapped
-the old folder keeps its files until it lets them go (unlinked files stay readable on POSIX).
+index's current ones (otherwise the arrays are derived in memory). A new generation is written to
+a new folder and ``walk/current`` names it, replaced atomically; a reader that mapped the old
+folder keeps its files until it lets them go (unlinked files stay readable on POSIX).
 Encrypted indexes write no such files (they would hold the corpus's words in the clear).
+Design: docs/design/ppr.md
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ import numpy as np
 FOLDER = "walk"
 CURRENT = "current"
 STAMP = "stamp.json"
-FORMAT = 2
+FORMAT = 2  # the files' layout; a stamp of another format is not read (ppr.md)
 
 
 class StringTable:

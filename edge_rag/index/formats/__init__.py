@@ -3,21 +3,14 @@
 One module per format; each turns a ``Blob`` (a file's name, size and how to open its bytes: a file
 on disk or an upload held in memory) into ``Document`` items (or ``BadDocument`` / ``Skipped``
 ones) for the reader (``index/reader.py``), which picks a module by file extension here and
-imports it only when such a file turns up. Libraries:
-
-- PDF (``pdf.py``): pypdf, the ``[pdf]`` extra: pure Python, maintained, reads text layers,
-  metadata and encryption. One document per page with text, named ``file.pdf#pN``.
-- Word (``docx.py``): python-docx, the ``[docx]`` extra: paragraphs and tables of ``.docx``.
-- HTML (``html.py``), e-mail (``mail.py``: ``.eml``, ``.mbox``) and CSV (``table.py``): the
-  standard library (``html.parser``, ``email``, ``mailbox``, ``csv``) reads them well enough,
-  so they need no extra and work on every install.
-
+imports it only when such a file turns up. PDF (``pdf.py``) needs pypdf, the ``[pdf]`` extra;
+Word (``docx.py``) python-docx, the ``[docx]`` extra; HTML, e-mail and CSV use the standard library.
 A format whose extra is missing raises ``MissingExtra`` naming the install command; the folder
 reader turns that into one ``Skipped`` item per file, and the insert report into one warning
 per format with the count of files; an upload (``read_upload``) lets it rise (``serve``: HTTP 415).
 An ``.mbox`` is read only from disk (``mailbox`` wants a file): an uploaded one is refused. Each
 reader gets the profile's ``Limits`` (``index/limits.py``); a container (``.docx``, PDF, mbox) reads
-within its budget.
+within its budget. Design: docs/design/formats.md
 """
 
 from __future__ import annotations

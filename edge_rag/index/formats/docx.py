@@ -8,6 +8,8 @@ The package is a container read within its budget (``index/limits.py``): its ent
 declared sizes are checked first, then only its XML parts are inflated (counted as they are) into
 a copy whose media and embedded files are empty, which python-docx opens: it would hold every
 part in memory, and the text needs none but the XML.
+
+Design: docs/design/formats.md
 """
 
 from __future__ import annotations

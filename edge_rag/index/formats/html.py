@@ -6,6 +6,8 @@ The file is parsed in blocks as it is read, so a page of tens of MB (mostly mark
 scripts, as saved pages are) streams in bounded memory; the document size limit
 (``max_document_mb``) applies to the file. Bytes are UTF-8 (invalid ones
 replaced). Also used for the HTML parts of e-mails (``html_to_text``).
+
+Design: docs/design/formats.md
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ BLOCKS = {"p", "div", "br", "li", "ul", "ol", "tr", "table", "section", "article
           "h3", "h4", "h5", "h6", "blockquote", "pre", "dd", "dt", "dl", "hr", "header", "figure",
           "figcaption", "td", "th", "title", "body", "address", "details", "summary"}
 VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
-TITLE_SCAN = 1 << 20  # bytes read at most to find the <title>
+TITLE_SCAN = 1 << 20  # bytes read at most to find the <title> (formats.md)
 SPACES = re.compile(r"[ \t\r\f\v]+")
 BLANK_LINES = re.compile(r"\n\s*\n+")
 

@@ -11,6 +11,7 @@ messages are held), so memory stays flat however many it holds; its messages are
 ``file.mbox#N`` (N from 0, in file order). A message that cannot be parsed or has no text is
 one BadDocument and the others still go in. The document size limit applies to each message;
 an mbox larger than ``max_inflated_mb`` or of more than ``max_members`` messages is refused whole.
+Design: docs/design/formats.md
 """
 
 from __future__ import annotations

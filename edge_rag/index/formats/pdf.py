@@ -11,6 +11,7 @@ A PDF is a container read within its budget (``index/limits.py``): its page coun
 before any page is read, then every page's content stream is inflated and counted into the budget
 before any text is extracted, each stream pypdf inflates capped at what the budget has left; over
 either, the whole file is one refused document.
+Design: docs/design/formats.md
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ The first row names the columns. A row with a text column (``text``, ``body``, `
 read like a JSON record (its ``title`` and ``id`` kept, the other columns as metadata); any
 other row becomes ``column: value`` lines, titled by its ``title`` or ``name`` column, else its
 first value. The delimiter is sniffed from the first lines (``,`` ``;`` tab ``|``).
+
+Design: docs/design/formats.md
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ..reader import TEXT_FIELDS, Document, Item, record_document
 from ..titling import best_title
 from . import Blob
 
-SNIFF_CHARS = 16384
+SNIFF_CHARS = 16384  # characters the CSV dialect is sniffed from (formats.md)
 TITLE_COLUMNS = ("title", "name")
 
 
