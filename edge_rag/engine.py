@@ -100,6 +100,12 @@ class Engine:
         other._embedder = self.embedder
         return other
 
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """Release the store and the embedder's session; safe to call twice."""
         self._readers.clear()

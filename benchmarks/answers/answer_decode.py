@@ -18,21 +18,22 @@ import statistics
 from dataclasses import replace
 
 from benchmarks.core.answers import is_correct
-from benchmarks.core.datasets import DATASETS, open_benchmark_index, stratified
+from benchmarks.core.datasets import DATASETS, open_engine, stratified
 from benchmarks.core.options import options
 from benchmarks.core.results import markdown_table, write_result
-from edge_rag import Settings
+from edge_rag import EdgeRAG, Settings
+from edge_rag.engine import Engine
 
 
-def measure(rag, question: str, method: str, draft_tokens: int) -> dict:
+def measure(engine: Engine, question: str, method: str, draft_tokens: int) -> dict:
     """One answer with ``draft_tokens``; its text, decode time, tokens and drafts kept."""
-    answerer = rag.answerer
+    answerer = engine.answerer
     answerer.config = replace(answerer.config, draft_tokens=draft_tokens)
-    rag.slm._gqa.reset()
-    prepared = answerer.prepare(question, rag.retrieve(question, method=method))
+    engine.slm._gqa.reset()
+    prepared = answerer.prepare(question, EdgeRAG(engine).retrieve(question, method=method))
     if prepared.abstain:
         return {}
-    result = rag.slm.generate(prepared.prompt, answerer.config, answerer._mask(prepared))
+    result = engine.slm.generate(prepared.prompt, answerer.config, answerer._mask(prepared))
     return {"text": result.text, "decode_ms": result.decode_ms, "tokens": result.new_tokens,
             "accepted": result.accepted_tokens, "prompt_tokens": result.prompt_tokens}
 
@@ -45,12 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     slm = args.slm or Settings().slm
     modes = {"stepwise": 0, "lookup": args.draft_tokens}
     rows = []
-    with open_benchmark_index(dataset, True, slm=slm) as rag:
-        if rag.slm._gqa is None:
+    with open_engine(dataset, slm=slm) as engine:
+        if engine.slm._gqa is None:
             raise SystemExit(f"{slm} is not a GQA graph: prompt lookup needs one")
         for number, query in enumerate(queries):
             order = list(modes) if number % 2 == 0 else list(reversed(modes))
-            runs = {mode: measure(rag, query["question"], args.method, modes[mode]) for mode in order}
+            runs = {mode: measure(engine, query["question"], args.method, modes[mode]) for mode in order}
             if not runs["stepwise"]:
                 continue
             for run in runs.values():
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
           f"decode time stepwise / lookup: {summary['decode_ratio']}")
     payload = {"dataset": args.dataset, "slm": slm, "method": args.method, "limit": args.limit,
                "draft_tokens": args.draft_tokens, "summary": summary, "answers": rows}
-    path = write_result(args.output or f'answer_decode_{args.dataset}_{slm}', payload, rag.settings)
+    path = write_result(args.output or f'answer_decode_{args.dataset}_{slm}', payload, engine.settings)
     print(f"wrote {path}")
     return 0
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.core.answers import MISSING, judge
-from benchmarks.core.datasets import DATASETS, half, open_benchmark_index, stratified
+from benchmarks.core.datasets import DATASETS, half, open_engine, stratified
 from benchmarks.core.measure import percentiles
 from benchmarks.core.options import options
 from benchmarks.core.paths import RESULTS
@@ -276,9 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         queries.sort(key=lambda q: hashlib.sha256(q["id"].encode()).hexdigest())
     args.slm = args.slm or Settings().slm
     named = [] if args.rules == "none" else args.rules.split(",") if args.rules else list(STAGE_RULES)
-    with open_benchmark_index(dataset, True, slm=args.slm) as rag:
-        found = retrievals(rag, args.dataset, queries, args.method)
-        stage = rag.answerer
+    with open_engine(dataset, slm=args.slm) as engine:
+        found = retrievals(EdgeRAG(engine), args.dataset, queries, args.method)
+        stage = engine.answerer
         assert isinstance(stage, FocusedAnswerer)
         # The profile's own answer_rules_off are off in the base too.
         base_off = stage.off | frozenset(filter(None, args.base_off.split(",")))

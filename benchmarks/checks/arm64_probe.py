@@ -70,15 +70,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def _probe(index: Path, args: argparse.Namespace, questions: list[dict], result: dict[str, Any],
            seconds: dict[str, float]) -> None:
     from edge_rag import EdgeRAG
+    from edge_rag.engine import Engine
     from edge_rag.retrieve import RETRIEVERS
 
-    with EdgeRAG.open(index, slm=args.slm, answer_max_tokens=args.answer_tokens, threads=args.threads,
-                      slm_context_tokens=512, context_token_budget=160, progress=False) as rag:
+    engine = Engine.open(index, slm=args.slm, answer_max_tokens=args.answer_tokens, threads=args.threads,
+                         slm_context_tokens=512, context_token_budget=160, progress=False)
+    with EdgeRAG(engine) as rag:
         start = time.perf_counter()
         report = rag.insert(*corpus(args.docs))
         seconds["index"] = time.perf_counter() - start
         result["chunks"] = report.chunks
-        vectors = rag.embedder.embed([q["question"] for q in questions])
+        vectors = engine.embedder.embed([q["question"] for q in questions])
         result["question_vectors"] = [[round(float(v), 6) for v in row] for row in vectors]
         result["retrieval"] = {}
         for method in [*sorted(RETRIEVERS), "auto"]:
@@ -100,15 +102,17 @@ def _probe(index: Path, args: argparse.Namespace, questions: list[dict], result:
 def encryption(index: Path, docs: int, questions: list[dict], plain: list[list[str]]) -> dict[str, Any]:
     """Encrypt the probe's index, retrieve from it, try a wrong key, search its files for the text."""
     from edge_rag import EdgeRAG
+    from edge_rag.engine import Engine
     from edge_rag.errors import EdgeRagError
 
     key, start = "arm64 probe passphrase", time.perf_counter()
     try:
         EdgeRAG.change_key(index, None, key)
-        with EdgeRAG.open(index, create=False, key=key) as rag:
+        engine = Engine.open(index, create=False, key=key)
+        with EdgeRAG(engine) as rag:
             found = [[_chunk_key(c) for c in rag.retrieve(q["question"], method="vector", top_k=3).chunks]
                      for q in questions]
-            version = rag.store.conn.execute("PRAGMA cipher_version").fetchone()[0]
+            version = engine.store.conn.execute("PRAGMA cipher_version").fetchone()[0]
     except EdgeRagError as exc:
         return {"error": str(exc)}
     try:

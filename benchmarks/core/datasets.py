@@ -25,7 +25,7 @@ from typing import Any
 
 from benchmarks.core.paths import INDEXES, SHARED
 from edge_rag import Document, EdgeRAG, Settings
-from edge_rag.engine import INDEX_KEYS
+from edge_rag.engine import INDEX_KEYS, Engine
 
 LIHUA_ZIP = SHARED / "lihua-world" / "data" / "LiHuaWorld.zip"
 LIHUA_QUERIES = SHARED / "lihua-world" / "queries.dev.json"
@@ -126,7 +126,7 @@ def _lihua_documents() -> list[Document]:
 
 
 def _lihua_recall(rag: EdgeRAG) -> Recall:
-    stamps = {d.id: document_timestamp(rag.store.document_chunks(d.id)[0].text) for d in rag.documents()}
+    stamps = {d.id: document_timestamp(rag.chunks(d.id)[0].text) for d in rag.documents()}
 
     def recall(chunks: list, query: dict, k: int) -> float:
         found = {stamps[c.doc_id] for c in chunks[:k]}
@@ -234,6 +234,14 @@ def build_record(index: Path) -> dict[str, Any]:
     """What building the index took (``seconds``, ``documents``, ``chunks``); empty if not recorded."""
     path = index / BUILD_RECORD
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def open_engine(dataset: Dataset, as_is: bool = True, **overrides: Any) -> Engine:
+    """The data set's index as an ``Engine`` (its store, models and readers), for a benchmark of
+    one of those parts: completed first (``open_index``) unless ``as_is``."""
+    if not as_is:
+        open_index(dataset, **overrides).close()
+    return Engine.open(dataset.index_for(Settings.load(None, **overrides)), create=False, **overrides)
 
 
 def open_benchmark_index(dataset: Dataset, as_is: bool, **overrides: Any) -> EdgeRAG:

@@ -36,7 +36,7 @@ from benchmarks.core.datasets import DATASETS, lihua_queries
 from benchmarks.core.paths import ROOT
 from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG, Settings
-from edge_rag.store.cipher import read_key_file
+from edge_rag.store.cipher import is_encrypted, read_key_file
 
 PASSPHRASE = b"edge-rag benchmark passphrase"
 PHRASES = 50
@@ -99,7 +99,7 @@ def retrieval(plain: Path, secret: Path, key: bytes, queries: list[dict]) -> dic
                 pair = [("plain", a), ("encrypted", b)][:: 1 if i % 2 == 0 else -1]
                 chunks = {}
                 for name, rag in pair:
-                    rag.forget()
+                    rag.clear_caches()
                     start = time.perf_counter()
                     chunks[name] = rag.retrieve(query["question"], method=method).chunks
                     times[name].append((time.perf_counter() - start) * 1000)
@@ -130,8 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     wrong = work / "wrong.key"
     wrong.write_bytes(b"not the key, a wrong guess\n")
     wrong.chmod(0o600)  # a key file others can read is refused before any key is tried
-    with EdgeRAG.open(secret, create=False, key=key) as rag:
-        encrypted = rag.store.encrypted
+    encrypted = is_encrypted(secret / "index.sqlite")
     queries = [q for q in lihua_queries() if q["evidence"]]
     result = {
         "documents": len(documents), "key": "file" if args.key_file else "passphrase",

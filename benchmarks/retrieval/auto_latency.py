@@ -68,7 +68,7 @@ def measure(name: str, questions: list[str], repeats: int, planner: str) -> dict
 
 def _time(rag: EdgeRAG, method: str, question: str) -> tuple[float, float]:
     """One call's wall and CPU milliseconds, nothing of the question remembered beforehand."""
-    rag.forget()
+    rag.clear_caches()
     start, start_cpu = time.perf_counter(), time.process_time()
     rag.retrieve(question, method)
     return (time.perf_counter() - start) * 1000, (time.process_time() - start_cpu) * 1000

@@ -32,10 +32,11 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.core.answers import answer_all, normalise
-from benchmarks.core.datasets import DATASETS, Dataset, open_index
+from benchmarks.core.datasets import DATASETS, Dataset, open_engine
 from benchmarks.core.paths import ROOT
 from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG, Settings
+from edge_rag.engine import Engine
 from edge_rag.plan import LABELS, METHOD_OF_LABEL
 from edge_rag.plan.features import FEATURE_VERSION, cheap_features
 from edge_rag.retrieve import Retrieval
@@ -49,7 +50,8 @@ PARTS = ROOT / "benchmarks" / "results" / "cache"
 def label_queries(dataset: Dataset, slm: str | None) -> list[dict]:
     """One labelled row per dev query of the data set."""
     rows = []
-    with open_index(dataset, **({"slm": slm} if slm else {})) as rag:
+    with open_engine(dataset, as_is=False, **({"slm": slm} if slm else {})) as engine:
+        rag = EdgeRAG(engine)
         recall = dataset.recall(rag)
         queries = dataset.queries()
         knowable = [q for q in queries if _knowable(q)] if slm and dataset.name in WORLD_KNOWLEDGE else []
@@ -64,7 +66,7 @@ def label_queries(dataset: Dataset, slm: str | None) -> list[dict]:
                          "latency_ms": {k: round(v, 1) for k, v in latency.items()},
                          "feature_version": FEATURE_VERSION,
                          "cheap": [round(v, 4) for v in cheap_features(query["question"],
-                                                                       rag.name_matcher()).tolist()]})
+                                                                       engine.names.get()).tolist()]})
     return rows
 
 
@@ -87,12 +89,13 @@ def add_labels(dataset: Dataset, labels: list[str]) -> list[dict]:
     """
     rows = _labelled(dataset.name, LABELS_FILE)
     queries = {q["id"]: q for q in dataset.queries()}
-    with EdgeRAG.open(dataset.index, create=False, progress=False) as rag:
+    with Engine.open(dataset.index, create=False, progress=False) as engine:
+        rag = EdgeRAG(engine)
         recall = dataset.recall(rag)
         for row in rows:
             query = queries[row["id"]]
             row["feature_version"] = FEATURE_VERSION
-            features = cheap_features(query["question"], rag.name_matcher())
+            features = cheap_features(query["question"], engine.names.get())
             row["cheap"] = [round(v, 4) for v in features.tolist()]
             for label in labels:
                 start = time.perf_counter()

@@ -25,6 +25,7 @@ import numpy as np
 from benchmarks.core.datasets import DATASETS
 from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG, Settings
+from edge_rag.engine import Engine
 from edge_rag.plan import vector_margin
 from edge_rag.questions import clauses, names_a_title
 
@@ -51,13 +52,14 @@ def questions(name: str) -> list[dict]:
     must-walk, auto's method."""
     dataset = DATASETS[name]
     rows = []
-    with EdgeRAG.open(dataset.index, create=False, progress=False, planner="margin") as rag:
+    with Engine.open(dataset.index, create=False, progress=False, planner="margin") as engine:
+        rag = EdgeRAG(engine)
         truth = dataset.recall(rag)
         for query in (q for q in dataset.queries() if q["evidence"]):
             found = {m: rag.retrieve(query["question"], m, top_k=2 * max(dataset.ks))
                      for m in ("vector", CHEAP, "ppr", "auto")}
             cosines = np.asarray([c.score for c in found["vector"].chunks], dtype=np.float32)
-            walks = (names_a_title(query["question"], lambda: rag.walk_graph().titles)
+            walks = (names_a_title(query["question"], engine.titles)
                      or bool(clauses(query["question"])))
             rows.append({"recall": {m: {k: truth(r.chunks, query, k) for k in dataset.ks}
                                     for m, r in found.items()},

@@ -52,7 +52,7 @@ def _build(rag: EdgeRAG) -> dict:
 
 
 def _recall(rag: EdgeRAG, queries: list[dict]) -> dict:
-    timestamps = {d.id: document_timestamp(rag.store.document_chunks(d.id)[0].text)
+    timestamps = {d.id: document_timestamp(rag.chunks(d.id)[0].text)
                   for d in rag.documents()}
     per_type: dict[str, list[list[float]]] = {}
     latencies = []

@@ -22,7 +22,8 @@ import numpy as np
 from benchmarks.core.datasets import DATASETS
 from benchmarks.core.measure import peak_rss_mb, percentiles
 from benchmarks.core.results import markdown_table, write_result
-from edge_rag import EdgeRAG, Settings
+from edge_rag import Settings
+from edge_rag.engine import Engine
 from edge_rag.store.vectors import ExactVectors, VectorIndex
 
 K = 10
@@ -34,11 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = {}
     for name in args.dataset.split(","):
         dataset = DATASETS[name]
-        with EdgeRAG.open(dataset.index, create=False, progress=False) as rag:
+        with Engine.open(dataset.index, create=False, progress=False) as engine:
             questions = [q["question"] for q in dataset.queries()[: args.limit]]
-            queries = rag.embedder.embed(questions)
+            queries = engine.embedder.embed(questions)
             for kind in ("chunk", "entity", "relation"):
-                rows[f"{name}/{kind}"] = _measure(rag, kind, queries)
+                rows[f"{name}/{kind}"] = _measure(engine, kind, queries)
                 print(f"{name}/{kind}: {rows[f'{name}/{kind}']}", flush=True)
     _print(rows)
     result = {"k": K, "queries_per_dataset": args.limit, "kinds": rows,
@@ -50,22 +51,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _measure(rag: EdgeRAG, kind: str, queries: np.ndarray) -> dict:
-    dim, dtype = rag.embedder.dim, rag.settings.vector_dtype
+def _measure(engine: Engine, kind: str, queries: np.ndarray) -> dict:
+    dim, dtype = engine.embedder.dim, engine.settings.vector_dtype
     start = time.perf_counter()
-    exact = ExactVectors.load(rag.store, kind, dim, dtype)
+    exact = ExactVectors.load(engine.store, kind, dim, dtype)
     load_ms = (time.perf_counter() - start) * 1000
     if not len(exact):
         return {"vectors": 0}
     with tempfile.TemporaryDirectory() as folder:
-        hnsw = VectorIndex(Path(folder), kind, dim, dtype, rag.store)
+        hnsw = VectorIndex(Path(folder), kind, dim, dtype, engine.store)
         hnsw.index, hnsw.exact = exact.to_hnsw(dtype), None
         hnsw.index.save(str(hnsw.path))
         file_bytes = hnsw.path.stat().st_size
         start = time.perf_counter()
         hnsw.index = type(hnsw.index).restore(str(hnsw.path), view=True)
         open_ms = (time.perf_counter() - start) * 1000
-        exact_index = VectorIndex(Path(folder), kind, dim, dtype, rag.store)
+        exact_index = VectorIndex(Path(folder), kind, dim, dtype, engine.store)
         exact_index.exact = exact
         exact_ms, hnsw_ms, overlap = [], [], []
         for query in queries:

@@ -167,8 +167,8 @@ def probe(mode: str, index: Path, args: argparse.Namespace) -> dict[str, Any]:
         from edge_rag.store import WriteLock
 
         record = index / "finalise.json"
-        with EdgeRAG.open(index, create=False, progress=False) as rag, WriteLock(rag.directory):
-            if store_walk(rag.directory, rag.store) or not record.is_file():
+        with _parts(index) as parts, WriteLock(parts.directory):
+            if store_walk(parts.directory, parts.store) or not record.is_file():
                 done = {"seconds": round(time.perf_counter() - start, 2),
                         "peak_rss_mb": round(peak_rss_mb(), 1)}
                 record.write_text(json.dumps(done) + "\n", encoding="utf-8")
@@ -193,7 +193,7 @@ def warm(rag: Any, limit: int) -> dict[str, Any]:
     recall: dict[str, list[float]] = {m: [] for m in METHODS}
     for query in questions:
         for method in METHODS:
-            rag.forget()
+            _clear_caches(rag)
             start = time.perf_counter()
             found = rag.retrieve(query["question"], method, top_k=5)
             timings[method].append(1000 * (time.perf_counter() - start))
@@ -211,8 +211,7 @@ def wiki(rag: Any, limit: int) -> dict[str, Any]:
     from benchmarks.core.datasets import wiki_queries, wiki_records
 
     title = {f"2wiki/{r['id']}": r["title"] for r in wiki_records()}
-    rows = rag.store.conn.execute("SELECT source FROM documents WHERE source LIKE '2wiki/%'").fetchall()
-    present = {title[s] for (s,) in rows}
+    present = {title[d.source] for d in rag.documents() if d.source.startswith("2wiki/")}
     questions = [q for q in wiki_queries() if set(q["evidence"]) <= present][: limit or None]
     out: dict[str, Any] = {"wiki_questions": len(questions)}
     for method in ("vector", "ppr"):
@@ -229,8 +228,25 @@ def wiki(rag: Any, limit: int) -> dict[str, Any]:
 
 def _lihua_stamps(rag: Any) -> dict[str, str | None]:
     """Document id → ``Time:`` stamp, for LiHua-World's conversations only."""
-    rows = rag.store.conn.execute("SELECT id FROM documents WHERE source LIKE 'LiHuaWorld.zip/%'").fetchall()
-    return {doc: document_timestamp(rag.store.document_chunks(doc)[0].text) for (doc,) in rows}
+    chunks = getattr(rag, "chunks", None) or rag.store.document_chunks  # the latter: before the facade
+    return {d.id: document_timestamp(chunks(d.id)[0].text) for d in rag.documents()
+            if d.source.startswith("LiHuaWorld.zip/")}
+
+
+def _parts(index: Path) -> Any:
+    """The index's parts (store, directory): an ``Engine``, or the ``EdgeRAG`` of a checkout from
+    before the facade (``--compare``), whose parts were its own attributes."""
+    try:
+        from edge_rag.engine import Engine
+    except ImportError:
+        from edge_rag import EdgeRAG
+
+        return EdgeRAG.open(index, create=False, progress=False)
+    return Engine.open(index, create=False, progress=False)
+
+
+def _clear_caches(rag: Any) -> None:
+    (getattr(rag, "clear_caches", None) or rag.forget)()  # forget: before the facade
 
 
 def _cli(args: list[str], code: Path = ROOT) -> dict[str, Any]:
