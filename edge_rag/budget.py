@@ -25,7 +25,7 @@ from .config import Settings
 from .errors import MemoryBudgetExceeded, ModelNotFound
 from .models.decoder import cache_dtype
 from .models.folder import ModelFolder
-from .store import walk_files
+from .store import mapped_files
 from .store.vectors import in_memory_bytes
 
 # Sizes in MiB, fitted to measured peak RSS; docs/design/budget.md gives each fit.
@@ -123,10 +123,10 @@ def _mapped_sqlite_mb(settings: Settings, index: Path | None) -> float:
 
 def walk_mb(index: Path) -> float:
     """``ppr``'s mapped walk files (counted whole) and its per-query node arrays."""
-    stamp = walk_files.current_stamp(index)
+    stamp = mapped_files.current_stamp(index)
     if stamp is None:
         return 0.0
-    return (walk_files.current_bytes(index) + WALK_BYTES_PER_NODE * int(stamp.get("nodes", 0))) / MIB
+    return (mapped_files.current_bytes(index) + WALK_BYTES_PER_NODE * int(stamp.get("nodes", 0))) / MIB
 
 
 def _vectors_mb(index: Path, dtype: str, store: Any = None) -> float:

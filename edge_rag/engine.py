@@ -30,7 +30,7 @@ from .models.slm import SLM, slm_hint
 from .plan import Plan, Planner, QuestionProbes, make_planner, run_planner
 from .questions import clauses, compares_titles, forget_terms, names_a_seed, names_a_title
 from .retrieve import DENSE_K, IndexView, RetrievedChunk, WalkGraph
-from .retrieve.title_index import TitleIndex
+from .retrieve.title_links import TitleIndex
 from .retrieve.walk_cache import open_names, open_walk
 from .store import IndexStore, VectorIndex, WriteLock
 

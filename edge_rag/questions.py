@@ -3,7 +3,7 @@
 
 - Specific terms and word n-grams (``query_terms``, ``word_grams``), full dates (``iso_dates``).
 - Titles (``titled_chunks``, ``names_a_title``, ``compares_titles``): which documents a question
-  names by title, through the index's ``TitleFinder`` (``retrieve/title_index.py``), read lazily.
+  names by title, through the index's ``TitleFinder`` (``retrieve/title_links.py``), read lazily.
 - Event clauses (``clauses``): a question that orders or measures two events is cut into one
   clause per event, each retrieved on its own by ``ppr``.
 - Bridge questions (``first_hop``): "Where was the director of film X born?" becomes "Who is the
@@ -80,7 +80,7 @@ def _glue(pieces: list[str], joints: list[str]) -> list[str]:
 
 
 class TitleFinder(Protocol):
-    """The index's document titles (``retrieve.title_index.TitleIndex``)."""
+    """The index's document titles (``retrieve.title_links.TitleIndex``)."""
 
     def find(self, text: str, capitalised: bool = False) -> list[int]:
         """First chunks of the documents whose titles the text contains."""
@@ -123,7 +123,7 @@ def names_a_seed(question: str, titles: Callable[[], TitleFinder | None]) -> boo
 
 
 def titled_chunks(question: str, titles: Callable[[], TitleFinder | None]) -> list[int]:
-    """The first chunks of the documents whose titles the question contains (``title_index.py``;
+    """The first chunks of the documents whose titles the question contains (``title_links.py``;
     none in an untitled corpus)."""
     found = titles()
     return found.find(question) if found is not None else []

@@ -13,7 +13,7 @@ from edge_rag.questions import names_a_title
 from edge_rag.retrieve import GraphReader, make_retriever
 from edge_rag.retrieve.base import IndexView
 from edge_rag.retrieve.ppr import PPRRetriever, WalkGraph, longest_matches, restart
-from edge_rag.store.walk import GraphArrays
+from edge_rag.store.graph_arrays import GraphArrays
 
 from .conftest import open_both
 
@@ -213,7 +213,7 @@ def test_filler_terms_seed_nothing(lihua_index) -> None:
 
 
 def test_titles_match_whole_words_longest_first_and_skip_filler() -> None:
-    from edge_rag.retrieve.title_index import TitleIndex
+    from edge_rag.retrieve.title_links import TitleIndex
 
     index = TitleIndex.build([("Pearl Lust", 1), ("Pearl", 2), ("Lambert, Margrave of Tuscany", 3),
                               ("The", 4), ("Twin", 5), ("Twin", 6)])

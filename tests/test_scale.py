@@ -12,8 +12,8 @@ from edge_rag.engine import Engine
 from edge_rag.retrieve import GraphReader
 from edge_rag.retrieve.ppr import PPRRetriever, WalkGraph
 from edge_rag.retrieve.walk_cache import generations, open_walk, store_walk
-from edge_rag.store import VectorIndex, walk_files
-from edge_rag.store.walk_files import StringTable
+from edge_rag.store import VectorIndex, mapped_files
+from edge_rag.store.mapped_files import StringTable
 
 from .conftest import open_both
 
@@ -64,10 +64,10 @@ def test_lihua_conversations_walk_the_same_from_the_files(lihua_index) -> None:
 def test_stale_files_are_not_used_and_every_write_renews_them(rag: EdgeRAG, engine: Engine) -> None:
     rag.insert_text("LiHua: Adam, the plumber comes at 5 PM on Friday.", source="chat-1")
     doc = rag.insert_text("AdamSmith: Thanks Li Hua, I will be home by then.", source="chat-2").added[0]
-    assert walk_files.current_stamp(rag.directory)["generations"] == generations(engine.store)
+    assert mapped_files.current_stamp(rag.directory)["generations"] == generations(engine.store)
     rag.delete(doc)
-    assert walk_files.current_stamp(rag.directory)["generations"] == generations(engine.store)
-    assert len([p for p in (rag.directory / walk_files.FOLDER).iterdir() if p.is_dir()]) == 1
+    assert mapped_files.current_stamp(rag.directory)["generations"] == generations(engine.store)
+    assert len([p for p in (rag.directory / mapped_files.FOLDER).iterdir() if p.is_dir()]) == 1
     with engine.store.write():
         engine.store.bump_generation("relation")  # as a writer without the walk step would leave it
     assert open_walk(rag.directory, engine.store) is None
@@ -80,7 +80,7 @@ def test_a_write_reads_only_the_new_chunks_texts_while_the_titles_stay(rag: Edge
                                                                        monkeypatch) -> None:
     """The walk files keep each chunk's word counts and title links: a write that adds no title
     reads the texts of its new chunks only, and gives the walk a fresh derivation gives."""
-    from edge_rag.store.walk import WalkTables
+    from edge_rag.store.graph_arrays import WalkTables
 
     read_after: list[int] = []
     chunk_texts = WalkTables.chunk_texts
@@ -109,8 +109,8 @@ def test_a_write_reads_only_the_new_chunks_texts_while_the_titles_stay(rag: Edge
 
 def test_a_damaged_stored_reading_is_derived_again(rag: EdgeRAG, engine: Engine) -> None:
     rag.insert_text("LiHua: Adam, the plumber comes at 5 PM on Friday.", source="chat-1")
-    root = rag.directory / walk_files.FOLDER
-    folder = root / (root / walk_files.CURRENT).read_text()
+    root = rag.directory / mapped_files.FOLDER
+    folder = root / (root / mapped_files.CURRENT).read_text()
     np.save(folder / "lex_tf.npy", np.zeros(3, dtype=np.uint8))  # no longer one count per posting
     assert rag.insert_text("AdamSmith: Thanks Li Hua, I will be home by then.", source="chat-2").ok
     _same_walk(open_walk(rag.directory, engine.store), WalkGraph.from_store(engine.store))

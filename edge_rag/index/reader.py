@@ -28,9 +28,9 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from ..errors import BadDocument, MissingExtra
+from .document_titles import text_title
 from .formats import CONTAINERS, FORMATS, Blob, reader_for
 from .limits import Budget, Limits, as_limits, zip_entries
-from .titling import text_title
 
 TEXT_SUFFIXES = (".txt", ".md")
 RECORD_SUFFIXES = (".json", ".jsonl")

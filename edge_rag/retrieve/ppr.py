@@ -26,11 +26,11 @@ import numpy as np
 
 from ..lexicon import entity_key
 from ..questions import clauses, query_terms
-from ..store.walk import GraphArrays
+from ..store.graph_arrays import GraphArrays
 from .base import timed
 from .graph_reader import GraphReader
 from .lexical import ChunkTerms, TermCounts
-from .title_index import TitleIndex
+from .title_links import TitleIndex
 from .types import EntityHit, Retrieval, RetrievedChunk
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class WalkGraph:
     @classmethod
     def from_store(cls, store: IndexStore, use_weights: bool = True,
                    earlier: ChunkReading | None = None) -> WalkGraph:
-        """The graph of an open store, with its documents' title links (see ``title_index.py``) and
+        """The graph of an open store, with its documents' title links (see ``title_links.py``) and
         its chunks' BM25 index (``lexical.py``), derived in memory from one consistent read.
         ``earlier``: what an earlier walk read from the chunk texts, reused for the chunks it
         covers while the documents' titles are the same (only newer chunks' texts are read)."""

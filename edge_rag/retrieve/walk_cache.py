@@ -3,7 +3,7 @@
 ``WalkGraph.from_store`` (``ppr.py``) reads the graph and the chunk texts as a stream and gives
 the ``WalkGraph`` that ``ppr`` walks, with its title and BM25 indexes. The writer calls
 ``store_walk`` at the end of every insert, delete and sync: the arrays go to ``walk/`` beside the
-index (``store/walk_files.py``), with each chunk's term counts and title links, so the next write
+index (``store/mapped_files.py``), with each chunk's term counts and title links, so the next write
 reads only the new chunks' texts while the titles stay the same (``ChunkReading``). ``open_walk``
 maps them read-only when they are current: the first ``ppr`` query of a process derives nothing,
 and resident memory holds only the pages its walk touches.
@@ -24,11 +24,11 @@ import numpy as np
 from rapidfuzz import fuzz, process
 
 from ..lexicon import FUZZY_MIN, NameMatcher, entity_key, question_grams
-from ..store import walk_files
-from ..store.walk_files import StringList, StringTable
+from ..store import mapped_files
+from ..store.mapped_files import StringList, StringTable
 from .lexical import ChunkTerms
 from .ppr import ChunkReading, WalkGraph
-from .title_index import TitleIndex
+from .title_links import TitleIndex
 
 if TYPE_CHECKING:
     from ..store import IndexStore
@@ -48,16 +48,16 @@ def store_walk(directory: Path, store: IndexStore) -> bool:
     """Derive the walk (with weights) and write it beside the index, unless it is current or
     the index is encrypted. True when something was written."""
     if store.encrypted:
-        walk_files.remove(directory)
+        mapped_files.remove(directory)
         return False
-    stamp = walk_files.current_stamp(directory)
+    stamp = mapped_files.current_stamp(directory)
     now = generations(store)
     if stamp is not None and stamp.get("generations") == now:
         return False
     walk = WalkGraph.from_store(store, earlier=earlier_reading(directory, stamp))
     arrays = {**walk_arrays(walk), **name_arrays(store)}
     titles = walk.read.titles if walk.read is not None else ""
-    walk_files.write(directory, {"generations": now, "nodes": walk.size, "titles": titles}, arrays)
+    mapped_files.write(directory, {"generations": now, "nodes": walk.size, "titles": titles}, arrays)
     return True
 
 
@@ -67,8 +67,8 @@ def earlier_reading(directory: Path, stamp: dict[str, Any] | None) -> ChunkReadi
     docs/design/ppr.md). None when the files do not hold it."""
     if stamp is None or "titles" not in stamp:
         return None
-    arrays = walk_files.load(directory, ["chunk_ids", *TERM_ARRAYS, "lex_tf", "title_links",
-                                         *walk_files.table_names(["vocab"])])
+    arrays = mapped_files.load(directory, ["chunk_ids", *TERM_ARRAYS, "lex_tf", "title_links",
+                                         *mapped_files.table_names(["vocab"])])
     if arrays is None or not _reading_holds(arrays):
         return None
     words = _stored_terms(arrays, arrays["lex_tf"])
@@ -113,10 +113,10 @@ def name_arrays(store: IndexStore) -> dict[str, np.ndarray]:
 
 def open_names(directory: Path, store: IndexStore) -> NameMatcher | None:
     """The stored name matcher when the walk's files are current; else None."""
-    stamp = walk_files.current_stamp(directory)
+    stamp = mapped_files.current_stamp(directory)
     if store.encrypted or stamp is None or stamp.get("generations") != generations(store):
         return None
-    arrays = walk_files.load(directory, ["names_blob", "names_offsets", "keys_blob", "keys_offsets"])
+    arrays = mapped_files.load(directory, ["names_blob", "names_offsets", "keys_blob", "keys_offsets"])
     if arrays is None:
         return None
     return StoredNames(StringList(arrays["names_blob"], arrays["names_offsets"]),
@@ -151,14 +151,14 @@ class StoredNames(NameMatcher):
 
 def open_walk(directory: Path, store: IndexStore, use_weights: bool = True) -> WalkGraph | None:
     """The stored walk graph, memory-mapped, when it is the index's current one; else None."""
-    stamp = walk_files.current_stamp(directory)
+    stamp = mapped_files.current_stamp(directory)
     if not use_weights or store.encrypted or stamp is None or stamp.get("generations") != generations(store):
         return None
-    names = [*GRAPH_ARRAYS, *TERM_ARRAYS, *walk_files.table_names(["vocab"])]
-    arrays = walk_files.load(directory, names)
+    names = [*GRAPH_ARRAYS, *TERM_ARRAYS, *mapped_files.table_names(["vocab"])]
+    arrays = mapped_files.load(directory, names)
     if arrays is None:
         return None
-    titles = walk_files.load(directory, walk_files.table_names(["titles", "heads"]))
+    titles = mapped_files.load(directory, mapped_files.table_names(["titles", "heads"]))
     counts = np.diff(arrays["indptr"])
     return WalkGraph(arrays["entity_ids"], arrays["chunk_ids"], arrays["indptr"], arrays["indices"],
                      arrays["data"], np.maximum(counts, 1).astype(np.float64), counts == 0,
@@ -167,7 +167,7 @@ def open_walk(directory: Path, store: IndexStore, use_weights: bool = True) -> W
 
 def _stored_terms(arrays: dict[str, np.ndarray], tf: np.ndarray | None = None) -> ChunkTerms:
     """The BM25 index held in the stored arrays (``TERM_ARRAYS`` and the vocabulary table)."""
-    return ChunkTerms(TableMapping(walk_files.table(arrays, "vocab")), arrays["lex_indptr"],
+    return ChunkTerms(TableMapping(mapped_files.table(arrays, "vocab")), arrays["lex_indptr"],
                       arrays["lex_positions"], arrays["lex_weights"], arrays["lex_idf"],
                       len(arrays["chunk_ids"]), tf)
 
@@ -240,8 +240,8 @@ class TitleLengths(Mapping[str, tuple[int, ...]]):
 def _titles(arrays: dict[str, np.ndarray] | None) -> TitleIndex | None:
     if arrays is None:
         return None
-    return TitleIndex(TitleKeys(walk_files.table(arrays, "titles")),
-                      TitleLengths(walk_files.table(arrays, "heads")))
+    return TitleIndex(TitleKeys(mapped_files.table(arrays, "titles")),
+                      TitleLengths(mapped_files.table(arrays, "heads")))
 
 
 def _prefixed(prefix: str, arrays: dict[str, Any]) -> dict[str, np.ndarray]:

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from ..errors import IndexCorrupt, IndexLocked, WrongKey
-from . import walk_files
+from . import mapped_files
 from .cipher import Key, check_key, connect, is_encrypted, key_text, sqlcipher
 from .sqlite import DB_FILE
 from .vectors import CANDIDATES_FILE, VECTOR_FILES
@@ -43,7 +43,7 @@ def convert(directory: Path, old: Key | None, new: Key | None) -> None:
         (directory / name).unlink(missing_ok=True)
         (directory / f"{name}.twins").unlink(missing_ok=True)
     (directory / CANDIDATES_FILE).unlink(missing_ok=True)  # written again by the next plain build
-    walk_files.remove(directory)  # ppr's arrays hold the corpus's words; the next write renews them
+    mapped_files.remove(directory)  # ppr's arrays hold the corpus's words; the next write renews them
     _sync(directory)
 
 

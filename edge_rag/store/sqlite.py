@@ -20,11 +20,11 @@ from ..config import Settings
 from ..errors import EmbedderMismatch, IndexCorrupt, IndexLocked, NoSuchDocument, NotAnIndex, SchemaMismatch
 from .cipher import Key, check_key, connect, database_errors
 from .codec import code_rows, decode_rows, encode_rows
+from .graph_arrays import WalkTables
 from .graph_tables import GraphTables, inserted_id, marks, parts
 from .migrations import VECTOR_TABLES, migrate
 from .schema import DDL, SCHEMA_VERSION, VECTOR_KINDS
 from .synced import SyncedTables
-from .walk import WalkTables
 
 DB_FILE = "index.sqlite"
 BUSY_SECONDS = 30  # how long a connection waits for another's lock before it fails (storage.md)

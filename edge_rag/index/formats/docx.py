@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from ...errors import BadDocument
+from ..document_titles import best_title, short_line
 from ..limits import Budget, Limits, zip_entries
 from ..reader import BLOCK, READ_ERRORS, Document, Item, check_size
-from ..titling import best_title, short_line
 from . import Blob, require
 
 MAIN_PART = "word/document.xml"

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from typing import IO
 
+from ..document_titles import best_title, short_line
 from ..limits import Limits
 from ..reader import BLOCK, Document, Item, capped_opener, guarded
-from ..titling import best_title, short_line
 from . import Blob
 
 HIDDEN = {"head", "script", "style", "noscript", "template", "svg", "nav", "footer", "aside", "form",

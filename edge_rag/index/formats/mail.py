@@ -25,9 +25,9 @@ from email.message import EmailMessage, Message
 from pathlib import Path
 
 from ...errors import BadDocument
+from ..document_titles import best_title, short_line
 from ..limits import Budget, Limits
 from ..reader import READ_ERRORS, Document, Item, Skipped, check_size
-from ..titling import best_title, short_line
 from . import Blob
 from .html import html_to_text
 

@@ -3,7 +3,7 @@
 A page document is named ``file.pdf#pN`` (N from 1) and keeps ``page`` and ``pages`` in its
 metadata, so a citation points at the page. Its title is the PDF's own (metadata ``/Title``), else
 the first page's short first line, else the file stem; pages after the first add ``(page N)``
-(a title two documents share would name neither, see ``retrieve/title_index.py``). Pages without text
+(a title two documents share would name neither, see ``retrieve/title_links.py``). Pages without text
 are left out; a PDF without any text is reported as a scan that needs OCR, an encrypted one (with
 a user password) as encrypted, a damaged one as damaged: each one line, never a crash.
 
@@ -24,9 +24,9 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ...errors import BadDocument
+from ..document_titles import best_title, short_line
 from ..limits import Budget, Limits
 from ..reader import Document, Item
-from ..titling import best_title, short_line
 from . import Blob, require
 
 # What a damaged PDF makes pypdf raise besides its own errors (it parses untrusted structures).

@@ -15,9 +15,9 @@ import io
 from collections.abc import Iterator
 
 from ...errors import BadDocument
+from ..document_titles import best_title
 from ..limits import Limits
 from ..reader import TEXT_FIELDS, Document, Item, record_document
-from ..titling import best_title
 from . import Blob
 
 SNIFF_CHARS = 16384  # characters the CSV dialect is sniffed from (formats.md)

@@ -11,7 +11,7 @@ documents' ``title`` metadata:
 - title seeds: a title contained in the question seeds its document's first chunk.
 
 Documents without a ``title`` in their metadata (text inserted as a string, records without one)
-add nothing; files read from disk get one (``index/titling.py``). Design: docs/design/ppr.md
+add nothing; files read from disk get one (``index/document_titles.py``). Design: docs/design/ppr.md
 """
 
 from __future__ import annotations

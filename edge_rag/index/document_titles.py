@@ -3,7 +3,7 @@
 Order: a record's own ``title`` (kept by the record reader), else the format's own (PDF metadata,
 HTML ``<title>``, an e-mail's Subject, a Markdown ``# heading``), else a short first line, else the
 file name's stem. The title is stored as the document's ``title`` metadata, where
-``retrieve/title_index.py`` reads it; the text itself is not changed (a plain file whose first line is
+``retrieve/title_links.py`` reads it; the text itself is not changed (a plain file whose first line is
 its title reads exactly like the JSONL record ``{"title": T, "text": X}``, whose text is ``T\nX``).
 
 Design: docs/design/index.md
