@@ -111,7 +111,7 @@ def describe(plan: list[list[str]]) -> str:
 def _pip(args: list[str]) -> None:
     command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q", *args]
     env = dict(os.environ, PIP_ROOT_USER_ACTION="ignore")
-    done = subprocess.run(command, env=env, check=False)
+    done = subprocess.run(command, env=env, check=False, stdout=2)  # stdout: the folder printed
     if done.returncode:
         raise EdgeRagError(f"pip install {' '.join(args)} failed (exit {done.returncode}); "
                            "nothing was exported")
