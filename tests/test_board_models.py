@@ -62,12 +62,13 @@ def link_other_models(home: Path, settings: Settings) -> None:
 
 
 def test_a_missing_1_5b_names_the_command_that_exports_it(tmp_path, settings: Settings) -> None:
-    assert slm_hint(QWEN_1_5B).startswith("run 'edge-rag export slm qwen2.5-coder-1.5b --bits 4'")
+    assert slm_hint(QWEN_1_5B).startswith("run 'edge-rag export slm qwen2.5-coder-1.5b --bits 4 --install'")
     assert "--embed-bits 8" in slm_hint("smollm2-135m-q4e8") and "--graph optimum" in slm_hint("x-int8")
     with pytest.raises(ModelNotFound, match="export slm qwen2.5-coder-1.5b --bits 4"):
         SLM.from_path(tmp_path / QWEN_1_5B)
     link_other_models(tmp_path, settings)
-    with pytest.raises(ModelNotFound, match="export slm qwen2.5-coder-1.5b --bits 4' on the workstation"):
+    with pytest.raises(ModelNotFound,
+                       match="export slm qwen2.5-coder-1.5b --bits 4 --install' .* on the workstation"):
         make_bundle("rpi5", tmp_path / "bundle", home=str(tmp_path), progress=False)
 
 

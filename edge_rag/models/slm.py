@@ -45,7 +45,7 @@ def slm_hint(name: str) -> str:
         return SLM_HINT
     source, bits, embed = match.groups()
     options = f"--bits {bits}" + (f" --embed-bits {embed}" if embed else "") if bits else "--graph optimum"
-    return f"run 'edge-rag export slm {source} {options}' (needs: pip install 'edge-rag[export]')"
+    return f"run 'edge-rag export slm {source} {options} --install' (it installs what it needs)"
 
 
 @dataclass
