@@ -97,11 +97,11 @@ fi
 PROFILE=()
 if [ -n "$SLM_CHOICE" ]; then
   if [ -f "device_profiles/$SLM_CHOICE.toml" ] || [ "${SLM_CHOICE%.toml}" != "$SLM_CHOICE" ]; then
-    EXPORT=(--profile "$SLM_CHOICE"); PROFILE=(--profile "$SLM_CHOICE")
+    EXPORT=(--profile "$SLM_CHOICE"); PROFILE=(--profile "$SLM_CHOICE"); WHAT="the SLM of profile $SLM_CHOICE"
   else
-    EXPORT=("$SLM_CHOICE")
+    EXPORT=("$SLM_CHOICE"); WHAT="the $SLM_CHOICE SLM"
   fi
-  step "exporting the $SLM_CHOICE SLM, installing its weight packages first (skipped when already exported)"
+  step "exporting $WHAT, installing its weight packages first (skipped when already exported)"
   FOLDER=$("$VENV/bin/edge-rag" export slm "${EXPORT[@]}" --install | tail -n 1)
   if [ ${#PROFILE[@]} -eq 0 ]; then
     PROFILE_FILE="${TMPDIR:-/tmp}/edge-rag-demo-$(basename "$FOLDER").toml"
