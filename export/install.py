@@ -22,7 +22,7 @@ from typing import Any
 from edge_rag.errors import EdgeRagError, MissingExtra
 
 from . import log
-from .slm import PACKAGED
+from .packaged import PACKAGED
 
 TORCH = "torch==2.13.0"
 EXTRAS = {"gqa": "gguf-export", "optimum": "export"}
