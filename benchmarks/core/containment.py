@@ -28,7 +28,8 @@ TIME_RANGE = re.compile(r"\b" + _CLOCK.format(h="h1", m="m1") + r"\s*(?:-|–|to
 TIMES = re.compile(r"\b" + _CLOCK.format(h="h", m="mi") + r"\s*(?P<ap>[ap])\.?\s?m\b\.?"
                    r"|\b(?P<h24>[01]?\d|2[0-3]):(?P<m24>[0-5]\d)\b|\b(?P<word>noon|midnight)\b",
                    re.IGNORECASE)
-FILLER = frozenset(["a", "an", "the", "at", "on", "in", "of", "from", "to", "by", "around", "about", "until", "and", "or"])
+FILLER = frozenset(["a", "an", "the", "at", "on", "in", "of", "from", "to", "by", "around", "about",
+                    "until", "and", "or"])
 YES_NO = frozenset({"yes", "no"})
 MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|specif|say|include)"
                      r"|no (?:information|mention)|does not (?:say|state)|cannot (?:be )?(?:determin|answer)"
