@@ -125,11 +125,29 @@ def _stage_summary(rows: list[dict]) -> dict:
             "asked_in_hops": sum(bool(r.get("hops")) for r in rows),
             "halves": {h: round(sum(r["correct"] for r in part) / len(part), 4)
                        for h in "AB" if (part := [r for r in rows if half(r["id"]) == h])},
+            **_support(rows, abstained),
             "forms": {f: sum(r.get("form") == f for r in rows)
                       for f in sorted({str(r.get("form")) for r in rows})}}
 
 
 QUOTE_MARK = ' — "'
+
+
+def _support(rows: list[dict], abstained: list[dict]) -> dict:
+    """The claim check (edge_rag/answer/support.py): the share of answered questions whose
+    answer, as generated, names nothing its cited sources and the question do not hold, and as
+    shown (claims re-cited or cut; answers that would state one withdrawn)."""
+    answered = [r for r in rows if r not in abstained]
+    checked = [r for r in rows if r.get("claims_unsupported") is not None]
+    if not checked:
+        return {"fully_supported": None}
+    withdrawn = sum(r.get("abstain") == "claims not in sources" for r in rows)
+    return {"fully_supported_as_generated": round(sum(not r["claims_unsupported"] for r in answered)
+                                                  / len(answered), 4) if answered else None,
+            "fully_supported": 1.0 if answered else None,
+            "claims_recited": sum(bool(r.get("claims_recited")) for r in rows),
+            "claims_cut": sum(bool(r.get("claims_cut")) for r in rows),
+            "abstained_on_claims": withdrawn}
 
 
 def _parser() -> argparse.ArgumentParser:

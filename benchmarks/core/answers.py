@@ -124,7 +124,8 @@ def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Pat
                               "prompt_tokens": answer.timings.get("prompt_tokens"),
                               "cached_tokens": answer.timings.get("cached_tokens"),
                               **{k: answer.details.get(k)
-                                 for k in ("form", "abstain", "unsupported", "p_abstain", "p_no")},
+                                 for k in ("form", "abstain", "unsupported", "p_abstain", "p_no",
+                                           "claims_unsupported", "claims_recited", "claims_cut")},
                               **({"hops": answer.hops} if answer.hops else {}), "asks": asks}
         with open(cache_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(cache[query["id"]]) + "\n")
