@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     first = runs[args.variants[0]]["rows"]
     summaries = {variant: {**summary(run["rows"], first), "peak_rss_mb": run["peak_rss_mb"]}
                  for variant, run in runs.items()}
-    headers = ["variant", "median_ms", "mean_ms", "prefill", "decode", "focus", "same_as_first", "peak_rss_mb"]
+    headers = ["variant", "median_ms", "mean_ms", "prefill", "decode", "focus", "same_as_first",
+               "peak_rss_mb"]
     print(markdown_table(headers, [[v, s["median_ms"], s["mean_ms"], s["timing_means"].get("prefill", ""),
                                     s["timing_means"].get("decode", ""), s["timing_means"].get("focus", ""),
                                     f"{s['same_as_first']}/{s['questions']}", s["peak_rss_mb"]]
