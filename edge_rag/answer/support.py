@@ -61,7 +61,10 @@ def source_text(doc: SourceDoc, lines: list[Line]) -> str:
 
 
 def held(claim: str, text: str) -> bool:
-    """Whether a text holds every term of a claim."""
+    """Whether a text holds every term of a claim (a number: the same digits, not inside a
+    longer number; "3" is in "2-3 pm")."""
+    if NUMBER.fullmatch(claim):
+        return re.search(rf"(?<![\d.,:]){re.escape(claim)}(?![\d]|[.,:]\d)", text) is not None
     words = terms(claim)
     if not words:
         return True
