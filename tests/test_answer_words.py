@@ -45,6 +45,8 @@ def test_an_answer_naming_what_its_source_holds_is_kept_as_it_is() -> None:
     text, found = check("7 January 2026, 14:00 [1]", shown, "When did Li Hua ask?")
     assert found.unsupported == ["7"]  # the chat is from 5 January
     assert check("5 January 2026, 14:00 [1]", shown, "When did Li Hua ask?")[1].unsupported == []
+    assert check("He's right, it'll rain [1]", focus("Time: 20260527_10:00\nTuralyon: It’ll rain."),
+                 "Who?")[1].unsupported == []  # quotes straightened; "He's" names no one
     assert check("From 2-3 pm [1]", focus("Time: 20260527_10:00\nTuralyon: No noise from 2-3 pm."),
                  "What time?")[1].unsupported == []
 

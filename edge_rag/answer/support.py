@@ -23,6 +23,7 @@ from .focus import Focus, Line, SourceDoc
 from .forms import NAME
 from .wording import STAMP, spoken_date
 
+STRAIGHT = str.maketrans("’‘ʼ", "'''")
 CITED = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 NUMBER = re.compile(r"\b\d+(?:[.,:]\d+)*\b")
 QUOTED = ' — "'
@@ -65,11 +66,14 @@ def held(claim: str, text: str) -> bool:
     longer number; "3" is in "2-3 pm")."""
     if NUMBER.fullmatch(claim):
         return re.search(rf"(?<![\d.,:]){re.escape(claim)}(?![\d]|[.,:]\d)", text) is not None
-    words = terms(claim)
-    if not words:
-        return True
-    return not unsupported(" ".join(words), text) if any(len(w) > 2 or w.isdigit() for w in words) \
-        else claim.lower() in text.lower()
+    words = [w for w in terms(_straight(claim)) if w not in STOPWORDS]
+    if not any(len(w) > 2 for w in words):  # "He's", "It'll": no name in them
+        return not words or _straight(claim).lower() in _straight(text).lower()
+    return not unsupported(" ".join(words), _straight(text))
+
+
+def _straight(text: str) -> str:
+    return text.translate(STRAIGHT)
 
 
 def check(answer: str, focus: Focus, question: str) -> tuple[str, Support]:
