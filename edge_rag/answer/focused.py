@@ -313,7 +313,7 @@ class FocusedAnswerer:
         text = f'{text} — "{quoted}"' if quoted else text
         if "support" not in self.off:
             text, prepared.support = check(text, prepared.focus, prepared.question)
-        return prompts.NO_ANSWER if prepared.support.abstain else text
+        return _withdrawn(text, prepared) if prepared.support.abstain else text
 
     def _names(self, prepared: Prepared) -> dict[str, str]:
         """The handles of the chosen lines' speakers and their names."""
@@ -417,6 +417,17 @@ def _message_sentences(focus: Focus) -> Iterator[str]:
 
 def _content(text: str) -> set[str]:
     return {w for w in CONTENT.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS}
+
+
+def _withdrawn(text: str, prepared: Prepared) -> str:
+    """An answer stating a claim no source holds: a yes/no or either-or answer keeps its start
+    ("Yes [1]"; such questions are answered, not abstained on), any other abstains."""
+    start = next((s for s in prepared.form.starts if text.startswith(s)), "") \
+        if prepared.form.kind in ("yesno", "choice") else ""
+    if not start:
+        return prompts.NO_ANSWER
+    prepared.support.abstain, prepared.support.cut = False, [*prepared.support.cut, "after the start"]
+    return f"{start} {''.join(CITATION.findall(text)) or '[1]'}"
 
 
 def _details(prepared: Prepared) -> dict[str, Any]:
