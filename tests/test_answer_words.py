@@ -72,3 +72,12 @@ def test_a_citation_carries_the_file_and_line_it_stands_on() -> None:
     found = citations('Around 5:30 PM [1] — "I\'ll be there around 5:30 PM then."', focus(CHAT))
     assert found == [{"n": 1, "doc_id": "doc0", "source": "week1/file0.txt", "line": 4,
                       "text": "LiHua: Awesome! I'll be there around 5:30 PM then."}]
+
+
+def test_a_yes_no_answer_with_an_invented_place_keeps_its_yes_and_any_other_abstains() -> None:
+    from edge_rag.answer.focused import Prepared, _withdrawn
+    from edge_rag.answer.forms import Form
+
+    said = "Yes, both are from the United States. [1]"
+    assert _withdrawn(said, Prepared("", focus(PASSAGE), Form("yesno", ("Yes",)))) == "Yes [1]"
+    assert _withdrawn("Riga [1]", Prepared("", focus(PASSAGE), Form("phrase"))) == "Insufficient information."
