@@ -34,8 +34,9 @@ def test_handles_become_names_and_stamps_dates_in_the_answer_not_in_its_quote() 
 
 
 def test_a_streamed_answer_is_rewritten_word_by_word_as_the_whole_is() -> None:
-    pieces = ["Adam", "Sm", "ith said 2026", "0307_18", ":00 [1]"]
+    pieces = ["Adam", "Sm", "ith said 2026", "0307_18", ":00 [1]", "(LiHua", "'s) it"]
     assert "".join(rewrite_stream(pieces, NAMES)) == in_words("".join(pieces), NAMES)
+    assert list(rewrite_stream(["Yes", ", it", " was"], NAMES)) == ["Yes", ", it", " was"]  # not held
 
 
 def test_an_answer_naming_what_its_source_holds_is_kept_as_it_is() -> None:

@@ -166,7 +166,8 @@ class FocusedAnswerer:
 
     def _pieces(self, prepared: Prepared, answer: Answer, config: GenerationConfig) -> Iterator[str]:
         # Words are put in a person's words as they come; when the finish changes more than that
-        # (an abstention, a cut claim), the answer's text becomes the finished one at the end.
+        # (an abstention, a cut claim), the stream ends with the finished answer on its own line
+        # and the answer's text becomes the finished one.
         sent, timings = "", answer.timings
         if not prepared.abstain:
             generated: dict[str, float] = {}
@@ -178,7 +179,7 @@ class FocusedAnswerer:
             timings["decode"] = generated.get("decode", 0.0)
             timings.setdefault("cached_tokens", generated.get("cached_tokens", 0))
         final = self._finish(sent, prepared)
-        yield final[len(sent.rstrip()):] if final.startswith(sent.rstrip()) else " " + final
+        yield final[len(sent.rstrip()):] if final.startswith(sent.rstrip()) else "\n" + final
         answer.text = final
         answer.details.update(_details(prepared))
         answer.citations = citations(final, prepared.focus)

@@ -20,6 +20,7 @@ MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augus
           "October", "November", "December")
 STAMP = re.compile(r"\b((?:19|20)\d\d)([01]\d)([0-3]\d)(?:_([0-2]\d):?([0-5]\d))?\b")
 CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+PARTIAL_STAMP = re.compile(r"\d{1,8}(?:_\d{0,2}(?::\d{0,2})?)?")
 
 
 def spoken_date(match: re.Match[str]) -> str:
@@ -49,17 +50,25 @@ def in_words(text: str, names: dict[str, str]) -> str:
 
 
 def rewrite_stream(pieces: Iterable[str], names: dict[str, str]) -> Iterator[str]:
-    """``in_words`` over a stream of text pieces: each word is rewritten once it is complete
-    (a space follows it, or the stream ends)."""
+    """``in_words`` over a stream of text pieces, as they come: only the end of a word that may
+    still become a handle or a stamp ("Adam", "202601") waits for the next piece."""
     held = ""
     for piece in pieces:
         held += piece
-        cut = max(held.rfind(" "), held.rfind("\n"))
-        if cut >= 0:
-            yield in_words(held[: cut + 1], names)
-            held = held[cut + 1:]
+        cut = max(held.rfind(" "), held.rfind("\n")) + 1
+        while cut < len(held) and not _may_grow(held[cut:], names):
+            cut += 1
+        if cut:
+            yield in_words(held[:cut], names)
+            held = held[cut:]
     if held:
         yield in_words(held, names)
+
+
+def _may_grow(tail: str, names: dict[str, str]) -> bool:
+    # The tail is the start of a handle (or a whole one a lower-case letter could still extend),
+    # or of a stamp.
+    return any(h.startswith(tail) for h in names) or PARTIAL_STAMP.fullmatch(tail) is not None
 
 
 def _word(word: str, names: dict[str, str]) -> str:
