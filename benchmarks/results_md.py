@@ -225,8 +225,8 @@ def answer_accuracy(results: list[Result]) -> str:
     matrix = table(["data set", "questions", "SLM", *methods],
                    [[d, limit or "all", slm, *(_f(accs.get(m), 3) for m in methods)]
                     for (d, limit, slm), accs in groups.items()])
-    detail = table(["data set", "questions", "method", "accuracy", "exact", "F1", "retrieve ms",
-                    "prefill ms", "decode ms", "from cache", "file"],
+    detail = table(["data set", "questions", "method", "accuracy", "LLM-judged (judged)", "exact", "F1",
+                    "retrieve ms", "prefill ms", "decode ms", "from cache", "file"],
                    [_accuracy_row(r) for r in runs])
     full = [_accuracy_types(r) for r in runs if not r.data.get("limit")]
     return "\n\n".join(["Accuracy (All) by method:", matrix, "Every run (All):", detail, *full])
@@ -299,7 +299,9 @@ def _staged(data: dict[str, Any]) -> str:
 
 def _accuracy_row(result: Result) -> list[Any]:
     data, s = result.data, result.data["summary"]["All"]
-    return [_dataset(data.get("dataset", "lihua")), s["queries"], _staged(data), _f(s["accuracy"], 3),
+    llm = data.get("llm_judged") or {}
+    judged = f"{_f(llm.get('all'), 3)} ({llm['judged']})" if llm.get("judged") else ""
+    return [_dataset(data.get("dataset", "lihua")), s["queries"], _staged(data), _f(s["accuracy"], 3), judged,
             _f(s.get("exact_match"), 3), _f(s["token_f1"], 3), _f(s["retrieve_ms"], 1),
             _f(s["prefill_ms"], 0), _f(s["decode_ms"], 0), data.get("answers_from_cache", ""),
             f"`{result.name}`"]

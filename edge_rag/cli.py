@@ -573,7 +573,10 @@ def _sources_text(answer: Answer) -> str:
     withheld = [f"withheld, an instruction in a source (not followed): {_printable(w)}"
                 for w in answer.withheld]
     hops = [f"asked first: {_printable(h['question'])} -> {_printable(h['answer'])}" for h in answer.hops]
-    return "\n".join(["sources:", *lines, *withheld, *hops, *plan, f"timings: {timing}"])
+    quoted = [f"[{c['n']}] {_printable(c['source'])}, line {c['line']}: {_printable(c['text'])}"
+              for c in answer.citations]
+    return "\n".join(["sources:", *lines, *(["quoted:", *quoted] if quoted else []), *withheld, *hops,
+                      *plan, f"timings: {timing}"])
 
 
 def _plan_text(plan: Plan) -> str:

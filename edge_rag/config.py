@@ -26,7 +26,7 @@ ANSWER_STAGES = ("focused", "plain")
 # ``ask``, before either stage.
 ASK_RULES = ("hops", "compare")
 ANSWER_RULES = ("yesno", "choice", "who", "time", "when", "date", "terms", "dated", "span", "replies",
-                "open", "names", "bare", "echo", "quote", "sentence", *ASK_RULES)
+                "open", "names", "bare", "echo", "quote", "sentence", "words", "support", *ASK_RULES)
 FIXED_METHODS = ("none", "vector", "local", "dual", "topology", "ppr", "titles")
 # The method of the CLI, the Python API and the server when none is named: the planner chooses
 # (issue 44: it finds more of the evidence than vector; its answers: docs/design/planner.md).

@@ -55,7 +55,9 @@ def answer_user(question: str, sources: list[tuple[str, str]]) -> str:
 # The focused answer stage (answer_stage = "focused"). The system prompt is a fixed prefix,
 # identical for every question, so its KV cache is reused across questions.
 # 9: a question about a birth or death starts its answer with a birth or death date (forms.life_dates).
-FOCUSED_PROMPT_VERSION = "9"
+# 10: the answer in a person's words, its claims checked against its sources, the time-span bonus
+# after the reply carry (the cached answers change, not the prompt).
+FOCUSED_PROMPT_VERSION = "10"
 
 FOCUSED_SYSTEM = (
     "Answer the question with a short phrase copied from the numbered sources (chat messages "

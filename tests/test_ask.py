@@ -64,9 +64,11 @@ def test_cli_ask_json(lihua_index, capsys, slm, monkeypatch):
     import json
 
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"answer", "method", "sources", "timings_ms", "plan", "withheld", "hops"}
+    assert set(data) == {"answer", "method", "sources", "timings_ms", "plan", "withheld", "hops", "citations"}
     assert data["plan"] is None and data["withheld"] == [] and data["hops"] == []
     assert set(data["sources"][0]) == {"doc_id", "source", "chunk_id"}
+    for cited in data["citations"]:  # the line each cited source stands on: one look to check it
+        assert set(cited) == {"n", "doc_id", "source", "line", "text"} and cited["line"] >= 1
 
 
 def test_chat_answers_questions_from_stdin_and_reuses_the_system_prompt(lihua_index, slm):

@@ -58,6 +58,8 @@ def test_the_chat_page_streams_an_answer_and_shows_its_sources(chromium, lihua_i
         assert answer.strip() and page.evaluate("window.updates") > 3  # the text came in pieces
         summary = turn.locator(".sources summary").first
         assert summary.inner_text().startswith("[1] ")
+        quoted = turn.locator(".sources summary.cited").first  # the line a citation stands on
+        assert ", line " in quoted.inner_text() and "\u201c" in quoted.inner_text()
         summary.click()
         cited = turn.locator(".sources pre").first
         assert cited.is_visible() and cited.inner_text().strip()
@@ -67,7 +69,9 @@ def test_the_chat_page_streams_an_answer_and_shows_its_sources(chromium, lihua_i
         page.fill("#question", "Where was the director of film Harbor Lights born?")
         page.click("#send")
         page.wait_for_selector("section.turn:nth-of-type(2)[data-done='true']", timeout=300_000)
-        hops = page.locator("section.turn").nth(1).locator(".hops li").first.inner_text()
+        second = page.locator("section.turn").nth(1)
+        assert "Turkey" not in second.locator(".answer").inner_text()  # only what a source says
+        hops = second.locator(".hops li").first.inner_text()
         assert hops.startswith("asked first: Who is the director of film Harbor Lights? → Mara Quill")
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOT), full_page=True)

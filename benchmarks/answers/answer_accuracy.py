@@ -4,8 +4,14 @@
                                          [--method vector] [--limit N] [--type Multi] [--no-weights]
                                          [--stage focused|plain] [--as-is]
 
-A query is right when its normalised gold answer (or, on 2Wiki, one of its aliases) is contained
-in the normalised answer; a Null query is right when the answer says the information is missing.
+A query is right when its gold answer (or, on 2Wiki, one of its aliases) is contained in the
+answer (at word boundaries, dates and times as values: benchmarks/core/containment.py); a Null
+query is right when the answer says the information is missing. Beside containment, the
+LLM-judged accuracy (all, by type, by half) is looked up from the committed verdicts
+(benchmarks/results/verdicts/, keyed by question id and answer text), with the number of answers
+not judged yet and containment's agreement with the LLM; unjudged answers are written as judge
+input to benchmarks/results/verdicts/pending/ (and ``--judge-dir``), folded back by
+``python -m benchmarks verdicts import``.
 Token F1 and exact match (after dropping citations like "[1]") are the HotpotQA measures. Answers
 are cached in benchmarks/results/cache/ keyed by query, method, model and prompt version, so
 reruns are cheap. ``--stage`` picks the answer stage (default: the profile's ``answer_stage``,
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from benchmarks.core.answers import (
     ANSWER_FIELDS,
@@ -33,6 +40,7 @@ from benchmarks.core.datasets import DATASETS, half, open_benchmark_index, strat
 from benchmarks.core.measure import peak_rss_mb, percentiles
 from benchmarks.core.options import options
 from benchmarks.core.results import markdown_table, write_result
+from benchmarks.core.verdicts import judge_input, llm_summary, write_pending
 from edge_rag import Settings
 from edge_rag.answer import ONLY_CITATIONS
 
@@ -54,21 +62,30 @@ def main(argv: list[str] | None = None) -> int:
         rows = answer_all(rag, args.dataset, queries, args.method, args.slm)
     summary = _summary(rows)
     stage = _stage_summary(rows)
+    llm = llm_summary(rows, args.dataset)
     print(json.dumps(stage))
-    headers = ["type", "queries", "accuracy", "exact_match", "token_f1", "retrieve_ms", "prefill_ms",
-               "decode_ms"]
+    print("LLM-judged (benchmarks/results/verdicts): " + json.dumps(llm))
+    for kind, row in summary.items():
+        row["llm_judged"] = llm["all"] if kind == "All" else llm["types"].get(kind)
+    headers = ["type", "queries", "accuracy", "llm_judged", "exact_match", "token_f1", "retrieve_ms",
+               "prefill_ms", "decode_ms"]
     print(markdown_table(headers, [[t, *(s[h] for h in headers[1:])] for t, s in summary.items()]))
     # Peak RSS means something only when this run loaded the SLM (not every answer cached).
     payload = {"dataset": args.dataset, "slm": args.slm, "method": method, "limit": args.limit,
                "answer_stage": settings.answer_stage,
                "settings": {f: getattr(settings, f) for f in ANSWER_FIELDS + FOCUSED_FIELDS},
-               "summary": summary, "stage": stage, "answers_from_cache": cached,
+               "summary": summary, "stage": stage, "llm_judged": llm, "answers_from_cache": cached,
                "peak_rss_mb": round(peak_rss_mb(), 1), "answers": rows}
     suffix = ("-focused" if settings.answer_stage == "focused" else "") + (
         f"_off-{args.rules_off.replace(',', '-')}" if args.rules_off else "") + (
         f"_limit{args.limit}" if args.limit else "") + (f"_{args.type}" if args.type else "")
     tag = "" if args.dataset == "lihua" else f"{args.dataset}-"
-    print(f"wrote {write_result(f'answer_accuracy_{tag}{args.slm}_{method}{suffix}', payload, rag.settings)}")
+    name = f"answer_accuracy_{tag}{args.slm}_{method}{suffix}"
+    print(f"wrote {write_result(name, payload, rag.settings)}")
+    unjudged = judge_input([r for r in rows if r["llm"] is None], {q["id"]: q for q in queries})
+    for path in write_pending(name.replace("answer_accuracy_", f"{args.dataset}-" if not tag else ""),
+                              unjudged, args.judge_dir):
+        print(f"{len(unjudged)} answers to judge: {path}")
     return 0
 
 
@@ -108,11 +125,29 @@ def _stage_summary(rows: list[dict]) -> dict:
             "asked_in_hops": sum(bool(r.get("hops")) for r in rows),
             "halves": {h: round(sum(r["correct"] for r in part) / len(part), 4)
                        for h in "AB" if (part := [r for r in rows if half(r["id"]) == h])},
+            **_support(rows, abstained),
             "forms": {f: sum(r.get("form") == f for r in rows)
                       for f in sorted({str(r.get("form")) for r in rows})}}
 
 
 QUOTE_MARK = ' — "'
+
+
+def _support(rows: list[dict], abstained: list[dict]) -> dict:
+    """The claim check (edge_rag/answer/support.py): the share of answered questions whose
+    answer, as generated, names nothing its cited sources and the question do not hold, and as
+    shown (claims re-cited or cut; answers that would state one withdrawn)."""
+    answered = [r for r in rows if r not in abstained]
+    checked = [r for r in rows if r.get("claims_unsupported") is not None]
+    if not checked:
+        return {"fully_supported": None}
+    withdrawn = sum(r.get("abstain") == "claims not in sources" for r in rows)
+    return {"fully_supported_as_generated": round(sum(not r["claims_unsupported"] for r in answered)
+                                                  / len(answered), 4) if answered else None,
+            "fully_supported": 1.0 if answered else None,
+            "claims_recited": sum(bool(r.get("claims_recited")) for r in rows),
+            "claims_cut": sum(bool(r.get("claims_cut")) for r in rows),
+            "abstained_on_claims": withdrawn}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -128,6 +163,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="answer rules switched off, comma-separated (edge_rag.config.ANSWER_RULES)")
     parser.add_argument("--no-weights", dest="use_weights", action="store_false",
                         help="the -Weights ablation (use_weights=false)")
+    parser.add_argument("--judge-dir", type=Path, default=None,
+                        help="also write the unjudged answers' judge input here (the pending list "
+                             "always goes to benchmarks/results/verdicts/pending/)")
     return parser
 
 

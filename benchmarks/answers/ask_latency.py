@@ -8,7 +8,8 @@ through ``slm_speed.runtime_at``), then optional ``,FIELD=VALUE`` settings overr
 runs in its own process on the same benchmark index and model folders: one warm-up question
 (model loading), then every type-stratified dev question through ``rag.ask`` as a user calls it.
 Reported per variant: median and mean wall time of an answer, the mean of each timing the answer
-records (prefill, decode, focus, ...), and how many answers read as the first variant's. A
+records (prefill, decode, focus, ...), how many answers read as the first variant's and the
+process's peak RSS (VmHWM: the models, the index and every answer). A
 commit's runtime must read today's model folders (exporter version 4 on: commit 369a9ba and later).
 """
 
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import time
 
+from benchmarks.core.measure import peak_rss_mb
 from benchmarks.core.options import options, setting
 from benchmarks.core.results import markdown_table, write_result
 from benchmarks.core.runtime import child_env, runtime_at
@@ -46,7 +48,7 @@ def child(dataset_name: str, method: str, limit: int, overrides: dict) -> list[d
     return rows
 
 
-def run_variant(variant: str, args: argparse.Namespace) -> list[dict]:
+def run_variant(variant: str, args: argparse.Namespace) -> dict:
     """One variant in its own process (a commit's runtime first on its path)."""
     runtime, *settings = variant.split(",")
     command = [sys.executable, "-m", "benchmarks.answers.ask_latency", "--child", *settings,
@@ -54,7 +56,7 @@ def run_variant(variant: str, args: argparse.Namespace) -> list[dict]:
     cwd = None if runtime == "now" else runtime_at(runtime)
     output = subprocess.run(command, capture_output=True, text=True, check=True, env=child_env(cwd),
                             cwd=cwd).stdout
-    return json.loads(output.strip().splitlines()[-1])
+    return json.loads(output.strip().splitlines()[-1])  # rows and the process's peak RSS
 
 
 def summary(rows: list[dict], first: list[dict]) -> dict:
@@ -72,21 +74,24 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.child is not None:
         overrides = dict(setting(item) for item in args.child)
-        print(json.dumps(child(args.dataset, args.method, args.limit, overrides)))
+        rows = child(args.dataset, args.method, args.limit, overrides)
+        print(json.dumps({"rows": rows, "peak_rss_mb": round(peak_rss_mb(), 1)}))
         return 0
     runs = {}
     for variant in args.variants:
         print(f"running {variant} ...", flush=True)
         runs[variant] = run_variant(variant, args)
-    first = runs[args.variants[0]]
-    summaries = {variant: summary(rows, first) for variant, rows in runs.items()}
-    headers = ["variant", "median_ms", "mean_ms", "prefill", "decode", "focus", "same_as_first"]
+    first = runs[args.variants[0]]["rows"]
+    summaries = {variant: {**summary(run["rows"], first), "peak_rss_mb": run["peak_rss_mb"]}
+                 for variant, run in runs.items()}
+    headers = ["variant", "median_ms", "mean_ms", "prefill", "decode", "focus", "same_as_first",
+               "peak_rss_mb"]
     print(markdown_table(headers, [[v, s["median_ms"], s["mean_ms"], s["timing_means"].get("prefill", ""),
                                     s["timing_means"].get("decode", ""), s["timing_means"].get("focus", ""),
-                                    f"{s['same_as_first']}/{s['questions']}"]
+                                    f"{s['same_as_first']}/{s['questions']}", s["peak_rss_mb"]]
                                    for v, s in summaries.items()]))
     payload = {"dataset": args.dataset, "method": args.method, "limit": args.limit,
-               "summary": summaries, "answers": runs}
+               "summary": summaries, "answers": {v: run["rows"] for v, run in runs.items()}}
     print(f"wrote {write_result(f'ask_latency_{args.dataset}_{args.method}', payload, Settings())}")
     return 0
 

@@ -12,6 +12,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.core.containment import MISSING as MISSING
+from benchmarks.core.containment import contains
 from benchmarks.core.paths import RESULTS
 from edge_rag import EdgeRAG, Settings
 from edge_rag.config import models_home
@@ -19,9 +21,6 @@ from edge_rag.prompts import FOCUSED_PROMPT_VERSION, PROMPT_VERSION
 from edge_rag.questions import comparison, first_hop
 from edge_rag.retrieve import RETRIEVAL_VERSION
 
-MISSING = re.compile(r"insufficient information|not (?:contain|mention|provide|specif|say|include)"
-                     r"|no (?:information|mention)|does not (?:say|state)|cannot (?:be )?(?:determin|answer)"
-                     r"|unknown|not (?:available|known)")
 ANSWER_FIELDS = ("top_k", "context_token_budget", "answer_max_tokens", "slm_context_tokens")
 FOCUSED_FIELDS = ("answer_stage", "focus_tokens", "focus_max_new_tokens", "abstain_threshold",
                   "no_threshold", "abstain_terms", "answer_rules_off")
@@ -37,14 +36,9 @@ def normalise(text: str) -> str:
 
 
 def is_correct(answer: str, gold: str, kind: str) -> bool:
-    """Normalised containment; Null questions need an explicit 'missing' answer.
-
-    Spaces are ignored in the containment test: LiHua-World writes names both as
-    "Yuriko Yamamoto" and "YurikoYamamoto", times as "2 PM" and "2pm".
-    """
-    if kind == "Null":
-        return MISSING.search(answer.lower()) is not None
-    return _compact(gold) in _compact(answer)
+    """Containment at word boundaries, dates and times as values (``containment.contains``);
+    Null questions need an explicit 'missing' answer."""
+    return contains(answer, gold, kind)
 
 
 def exact_match(answer: str, gold: str) -> bool:
@@ -60,10 +54,6 @@ def token_f1(answer: str, gold: str) -> float:
         return 0.0
     precision, recall = common / len(predicted), common / len(expected)
     return 2 * precision * recall / (precision + recall)
-
-
-def _compact(text: str) -> str:
-    return normalise(text).replace(" ", "")
 
 
 def cache_path(dataset: str, slm: str, method: str, settings: Settings | None = None) -> Path:
@@ -134,7 +124,8 @@ def _answer(rag: EdgeRAG, query: dict, method: str, cache: dict, cache_path: Pat
                               "prompt_tokens": answer.timings.get("prompt_tokens"),
                               "cached_tokens": answer.timings.get("cached_tokens"),
                               **{k: answer.details.get(k)
-                                 for k in ("form", "abstain", "unsupported", "p_abstain", "p_no")},
+                                 for k in ("form", "abstain", "unsupported", "p_abstain", "p_no",
+                                           "claims_unsupported", "claims_recited", "claims_cut")},
                               **({"hops": answer.hops} if answer.hops else {}), "asks": asks}
         with open(cache_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(cache[query["id"]]) + "\n")

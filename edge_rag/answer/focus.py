@@ -62,6 +62,12 @@ class SourceDoc:
     chat: bool = False
     hits: list[str] = field(default_factory=list)
     on_day: bool = False
+    numbered: list[str] = field(default_factory=list)  # the document's non-blank lines, header first
+
+    def line_number(self, text: str) -> int | None:
+        """The 1-based number, among the document's non-blank lines, of the line holding
+        ``text`` (None when none does)."""
+        return next((n for n, line in enumerate(self.numbered, 1) if text and text in line), None)
 
 
 @dataclass
@@ -93,12 +99,13 @@ def split_document(chunk: RetrievedChunk, texts: Sequence[str],
     """
     raw = [line.strip() for text in texts for line in text.split("\n") if line.strip()]
     header = CHAT_HEADER.match(raw[0]) if raw else None
+    numbered = _whole_lines(raw)
     if header:
         lines = _whole_lines(raw[1:])
-        return SourceDoc(chunk, header.group(1), lines, True, list(hits))
+        return SourceDoc(chunk, header.group(1), lines, True, list(hits), numbered=numbered)
     title, body = (raw[0], raw[1:]) if len(raw) > 1 and len(raw[0].split()) <= 12 else ("", raw)
     sentences = [s for line in _whole_lines(body) for s in SENTENCE_END.split(line) if s.strip()]
-    return SourceDoc(chunk, title, sentences, False, list(hits))
+    return SourceDoc(chunk, title, sentences, False, list(hits), numbered=numbered)
 
 
 def _whole_lines(lines: list[str]) -> list[str]:
@@ -146,11 +153,13 @@ def choose(question: str, docs: list[SourceDoc], embed: Callable[[list[str]], np
     if not lines:
         return Focus()
     _score(question, lines, docs, embed)
+    if replies:
+        _carry_to_replies(lines, docs)
+    # After the carry: the reply that holds a span of the answer's type ("around 5:30 PM" to
+    # "When's a good time?") keeps its bonus over lines that only carry their question's score.
     if answer_span is not None:
         for line in lines:
             line.score += TYPE_WEIGHT * bool(answer_span.search(line.text))
-    if replies:
-        _carry_to_replies(lines, docs)
     chosen = _fill(sorted(lines, key=lambda ln: -ln.score), cut, budget)
     return _group(chosen, docs)
 

@@ -27,7 +27,9 @@ from ..retrieve import Retrieval, RetrievedChunk
 from .abstain import terms, unsupported
 from .focus import Focus, SourceDoc, choose, split_document
 from .forms import SPEAKER_LINE, Form, answer_form, answer_span, compact_text, start_mask
+from .support import Support, check, citations
 from .types import Answer, AnswerStream
+from .wording import in_words, names_of, rewrite_stream, speakers_in
 
 CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
 # Citations ("[1]", "[1, 2]") and punctuation, nothing else: a bare number ("314159") is an answer.
@@ -73,6 +75,7 @@ class Prepared:
     withheld: list[str] = field(default_factory=list)
     first: int | None = None  # the model's likeliest first token, unconstrained
     question: str = ""
+    support: Support = field(default_factory=Support)
 
     @property
     def chunks(self) -> list[RetrievedChunk]:
@@ -145,8 +148,9 @@ class FocusedAnswerer:
             timings["decode"] = result.decode_ms
             timings.setdefault("cached_tokens", result.cached_tokens)
             text = result.text
-        return Answer(self._finish(text, prepared), retrieval.method, prepared.chunks, timings,
-                      retrieval, _details(prepared), prepared.withheld)
+        final = self._finish(text, prepared)
+        return Answer(final, retrieval.method, prepared.chunks, timings, retrieval, _details(prepared),
+                      prepared.withheld, citations=citations(final, prepared.focus))
 
     def stream(self, question: str, retrieval: Retrieval, max_new_tokens: int | None = None) -> AnswerStream:
         """Generate the answer as a stream of text pieces, at most ``max_new_tokens`` of them
@@ -157,23 +161,28 @@ class FocusedAnswerer:
         answer = Answer("", retrieval.method, prepared.chunks,
                         {**retrieval.timings_ms, **prepared.timings}, retrieval, _details(prepared),
                         prepared.withheld)
-        pieces = self._pieces(prepared, answer.timings, self.config.capped(max_new_tokens))
+        pieces = self._pieces(prepared, answer, self.config.capped(max_new_tokens))
         return AnswerStream(pieces, answer, started)
 
-    def _pieces(self, prepared: Prepared, timings: dict[str, float],
-                config: GenerationConfig) -> Iterator[str]:
-        sent = ""
+    def _pieces(self, prepared: Prepared, answer: Answer, config: GenerationConfig) -> Iterator[str]:
+        # Words are put in a person's words as they come; when the finish changes more than that
+        # (an abstention, a cut claim), the stream ends with the finished answer on its own line
+        # and the answer's text becomes the finished one.
+        sent, timings = "", answer.timings
         if not prepared.abstain:
             generated: dict[str, float] = {}
-            for piece in self.slm.stream(prepared.prompt, config, self._mask(prepared),
-                                         generated):
+            pieces = self.slm.stream(prepared.prompt, config, self._mask(prepared), generated)
+            for piece in pieces if "words" in self.off else rewrite_stream(pieces, self._names(prepared)):
                 sent += piece
                 yield piece
             timings["prefill"] = timings.get("prefill", 0.0) + generated.get("prefill", 0.0)
             timings["decode"] = generated.get("decode", 0.0)
             timings.setdefault("cached_tokens", generated.get("cached_tokens", 0))
         final = self._finish(sent, prepared)
-        yield final[len(sent):] if final.startswith(sent) else " " + final
+        yield final[len(sent.rstrip()):] if final.startswith(sent.rstrip()) else "\n" + final
+        answer.text = final
+        answer.details.update(_details(prepared))
+        answer.citations = citations(final, prepared.focus)
 
     def _documents(self, chunks: list[RetrievedChunk], withheld: list[str]) -> list[SourceDoc]:
         # One source per retrieved document, in retrieval order, read whole from the store; with
@@ -288,8 +297,9 @@ class FocusedAnswerer:
 
     def _finish(self, text: str, prepared: Prepared) -> str:
         """The answer as shown: abstention (also for an answer that only echoes the question), or
-        text that cites a source and is not only citations."""
-        text = text.strip()
+        text that cites a source and is not only citations, in a person's words (``wording``),
+        stating only what its sources hold (``support``)."""
+        text = text.strip() if "words" in self.off else in_words(text.strip(), self._names(prepared))
         if prepared.abstain or ("echo" not in self.off and prepared.form.kind not in ("yesno", "choice")
                                 and echoes(text, prepared.question)):
             return prompts.NO_ANSWER
@@ -301,7 +311,14 @@ class FocusedAnswerer:
         quoted = next((found for rule, way in (("quote", quote), ("sentence", source_sentence))
                        if rule not in self.off and (found := way(text, prepared.focus))), "") \
             if prepared.form.kind not in ("yesno", "choice") else ""
-        return f'{text} — "{quoted}"' if quoted else text
+        text = f'{text} — "{quoted}"' if quoted else text
+        if "support" not in self.off:
+            text, prepared.support = check(text, prepared.focus, prepared.question)
+        return _withdrawn(text, prepared) if prepared.support.abstain else text
+
+    def _names(self, prepared: Prepared) -> dict[str, str]:
+        """The handles of the chosen lines' speakers and their names."""
+        return names_of(speakers_in(line.text for line in prepared.focus.lines))
 
     def _source_of(self, text: str, focus: Focus) -> int:
         # The source whose lines share the most words with the answer (ties: the first).
@@ -403,10 +420,24 @@ def _content(text: str) -> set[str]:
     return {w for w in CONTENT.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS}
 
 
+def _withdrawn(text: str, prepared: Prepared) -> str:
+    """An answer stating a claim no source holds: a yes/no or either-or answer keeps its start
+    ("Yes [1]"; such questions are answered, not abstained on), any other abstains."""
+    start = next((s for s in prepared.form.starts if text.startswith(s)), "") \
+        if prepared.form.kind in ("yesno", "choice") else ""
+    if not start:
+        return prompts.NO_ANSWER
+    prepared.support.abstain, prepared.support.cut = False, [*prepared.support.cut, "after the start"]
+    return f"{start} {''.join(CITATION.findall(text)) or '[1]'}"
+
+
 def _details(prepared: Prepared) -> dict[str, Any]:
+    support = prepared.support
     return {"stage": "focused", "form": prepared.form.kind, "starts": len(prepared.form.starts),
-            "abstain": prepared.abstain, "unsupported": prepared.unsupported,
-            "p_abstain": prepared.p_abstain, "p_no": prepared.p_no}
+            "abstain": prepared.abstain or ("claims not in sources" if support.abstain else ""),
+            "unsupported": prepared.unsupported, "p_abstain": prepared.p_abstain, "p_no": prepared.p_no,
+            "claims_unsupported": support.unsupported, "claims_recited": support.recited,
+            "claims_cut": support.cut}
 
 
 MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",

@@ -130,7 +130,8 @@ def compare(question: str, ask: Callable[[str], Answer]) -> Answer | None:
     when_text = _DATE.search(chosen.text)
     text = f"{compared.options[wins]} ({when_text[0] if when_text else '?'}) {cited[0] if cited else ''}"
     final = Answer(text.strip(), chosen.method, list(chosen.sources), dict(chosen.timings), chosen.retrieval,
-                   {**chosen.details, "form": "compare"}, list(chosen.withheld), list(chosen.hops))
+                   {**chosen.details, "form": "compare"}, list(chosen.withheld), list(chosen.hops),
+                   list(chosen.citations))
     attach(final, [chosen])
     # The other option's own links (cited from its sources) and its when-answer follow.
     links = [Answer(h["answer"], other.method, other.sources, details={"question": h["question"]})

@@ -26,6 +26,8 @@ class Answer:
     details: dict[str, Any] = field(default_factory=dict, repr=False)
     withheld: list[str] = field(default_factory=list)
     hops: list[dict[str, str]] = field(default_factory=list)  # a bridge question's links, asked first
+    # Per cited source: n, doc_id, source, line (among the document's non-blank lines), text.
+    citations: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's ``ask --json`` shape."""
@@ -38,6 +40,7 @@ class Answer:
             "plan": asdict(self.retrieval.plan) if self.retrieval and self.retrieval.plan else None,
             "withheld": self.withheld,
             "hops": self.hops,
+            "citations": self.citations,
         }
 
 

@@ -151,10 +151,13 @@ def short_source(source: str) -> str:
 
 
 def extras(answer: Answer) -> dict[str, Any]:
-    """edge-rag's fields beside OpenAI's: sources, method, timings, the planner's choice, the
-    questions a rule asked first (``hops``: each one's question and answer)."""
+    """edge-rag's fields beside OpenAI's: sources, the quoted line of each cited one
+    (``citations``: n, file, line, text), the finished answer, method, timings, the planner's
+    choice, the questions a rule asked first (``hops``: each one's question and answer)."""
     data = answer.to_dict()
-    return {"sources": sources(answer.sources), "method": answer.method,
+    cited = [{**c, "source": short_source(c["source"])} for c in answer.citations]
+    return {"sources": sources(answer.sources), "citations": cited, "answer": answer.text,
+            "method": answer.method,
             "timings_ms": data["timings_ms"], "plan": data["plan"], "hops": data["hops"]}
 
 
