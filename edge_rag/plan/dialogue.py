@@ -210,15 +210,14 @@ def _rewrite(question: str, previous: Turn, before: list[tuple[str, str]], cues:
             return swapped
     text = _count_days(question, previous) if "time" in cues else question
     text = _replace_person(text, before, lookup) if "pronoun" in cues else text
-    if _grounded(text, cues, lookup):
+    if _grounded(text, lookup):
         return text
     return f"{text.rstrip()} ({topic(previous)})"
 
 
-def _grounded(text: str, cues: tuple[str, ...], lookup: Lookup) -> bool:
-    # Rewritten, it names something and leans on nothing left unresolved.
-    rest = set(cues) - {"pronoun", "time"}
-    return bool(lookup(text)) and not rest and not _pronoun_without_antecedent(text, lookup(text))
+def _grounded(text: str, lookup: Lookup) -> bool:
+    # Rewritten, it is a question that stands alone: it names something, leans on nothing.
+    return not follow_up_cues(text, lookup)
 
 
 def topic(previous: Turn) -> str:
