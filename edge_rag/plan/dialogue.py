@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import BadHistory
 from ..lexicon import MONTHS, QUERY_STOPWORDS, WEEKDAYS, entity_key
 from ..questions import word_grams
 
@@ -88,12 +89,14 @@ class Resolution:
 
 def turns(history: Sequence[dict[str, Any]] | None) -> list[Turn]:
     """The user questions of an OpenAI message list, each with the assistant reply after it
-    (system messages and anything else are skipped)."""
+    (system and other messages are skipped); ``BadHistory`` for anything but such a list."""
     out: list[Turn] = []
+    if history is not None and not isinstance(history, (list, tuple)):
+        raise BadHistory("history must be a list of {'role': ..., 'content': ...} messages")
     for message in history or ():
-        role, content = message.get("role"), message.get("content")
-        if not isinstance(content, str):
-            continue
+        if not isinstance(message, dict) or not isinstance(message.get("content"), (str, type(None))):
+            raise BadHistory("every history message must be {'role': ..., 'content': text}")
+        role, content = message.get("role"), message.get("content") or ""
         if role == "user":
             out.append(Turn(content.strip()))
         elif role == "assistant" and out and not out[-1].answer:
