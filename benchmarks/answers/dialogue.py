@@ -1,7 +1,7 @@
 """Dialogue: two-turn LiHua-World follow-ups and topic switches, each turn 2 asked after turn 1.
 
     python -m benchmarks dialogue [--via api|serve] [--limit N] [--slm NAME] [--method auto]
-                                  [--judge-dir DIR]
+                                  [--judge-dir DIR] [--reuse RESULT.json]
 
 The sets are ``benchmarks/data/dialogues_lihua.jsonl`` (follow-ups whose standalone form is a dev
 question) and ``topic_switch_lihua.jsonl`` (turn 2 an unrelated dev question). For each dialogue,
@@ -14,7 +14,10 @@ index and asks through the ``openai`` client, sending the whole conversation (re
 evidence chats against the full question's, the added latency of turn 2 over the full question
 (p50 of the paired differences, whole answer and retrieval alone), how many follow-ups were
 recognised and resolved (none calls the SLM to do it). Judge input files for the LLM judge go
-to ``--judge-dir``. Writes ``dialogue_{via}[_limitN].json``.
+to ``--judge-dir``. ``--reuse`` takes turn 1's answers and the full questions' answers and times
+from an earlier run (same model and method; greedy answers do not change between the API and the
+server) and asks only turn 2: the added latency is then turn 2 through this path over the full
+question through the earlier one. Writes ``dialogue_{via}[_limitN].json``.
 """
 
 from __future__ import annotations
@@ -58,12 +61,13 @@ def main(argv: list[str] | None = None) -> int:
     dataset = DATASETS["lihua"]
     dev = {q["id"]: q for q in dataset.queries()}
     dialogues = {name: load(path)[: args.limit] for name, path in SETS.items()}
+    earlier = reused(Path(args.reuse)) if args.reuse else {}
     settings = Settings.load(None, **({"slm": args.slm} if args.slm else {}))
     with open_benchmark_index(dataset, True, slm=settings.slm) as rag:
         opened = (_served(rag, settings.slm, args.method) if args.via == "serve"
                   else _library(rag, args.method))
         with opened as (ask, find):
-            rows = {name: [_dialogue(d, dev, ask, find) for d in items]
+            rows = {name: [_dialogue(d, dev, ask, find, earlier.get(d["id"])) for d in items]
                     for name, items in dialogues.items()}
     summary = {name: summarise(part) for name, part in rows.items()}
     print(markdown_table(TABLE, [[n, *(s[key] if not isinstance(s[key], dict) else s[key]["p50"]
@@ -73,9 +77,16 @@ def main(argv: list[str] | None = None) -> int:
         for path in write_judge_inputs(Path(args.judge_dir), tag, rows):
             print(f"judge input: {path}")
     payload = {"via": args.via, "slm": settings.slm, "method": args.method, "limit": args.limit,
+               "reused": args.reuse,
                "summary": summary, "rows": rows}
     print(f"wrote {write_result(tag, payload, rag.settings)}")
     return 0
+
+
+def reused(path: Path) -> dict[str, dict[str, Any]]:
+    """An earlier run's rows by dialogue id."""
+    rows = json.loads(path.read_text(encoding="utf-8"))["rows"]
+    return {r["id"]: r for part in rows.values() for r in part}
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -83,11 +94,17 @@ def load(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _dialogue(dialogue: dict, dev: dict[str, dict], ask: Asker, find: Finder) -> dict[str, Any]:
-    """Full question, turn 1, turn 2 after turn 1: answers, judgements, recall, times."""
+def _dialogue(dialogue: dict, dev: dict[str, dict], ask: Asker, find: Finder,
+              earlier: dict | None = None) -> dict[str, Any]:
+    """Full question, turn 1, turn 2 after turn 1: answers, judgements, recall, times (the first
+    two taken from ``earlier``, a row of another run, when given)."""
     target = dev[dialogue["turn2"]["resolves_to"]]
-    full = ask(target["question"], [])
-    first = ask(dialogue["turn1"]["question"], [])
+    if earlier is not None:
+        full = (earlier["full_answer"], None, earlier["full_seconds"], earlier["full_retrieval_ms"])
+        first: tuple = (earlier["turn1_answer"],)
+    else:
+        full = ask(target["question"], [])
+        first = ask(dialogue["turn1"]["question"], [])
     history = [{"role": "user", "content": dialogue["turn1"]["question"]},
                {"role": "assistant", "content": first[0]}]
     second = ask(dialogue["turn2"]["question"], history)
@@ -234,6 +251,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=int, default=None, help="the first N dialogues of each set")
     parser.add_argument("--slm", default=None, help=f"exported SLM folder name (default: {Settings().slm})")
     parser.add_argument("--method", default="auto", help="retrieval method (default: %(default)s)")
+    parser.add_argument("--reuse", default=None, metavar="RESULT",
+                        help="an earlier run's JSON: its turn-1 and full answers are reused, turn 2 is asked")
     parser.add_argument("--judge-dir", default=None,
                         help=f"write the LLM judge's input files here (e.g. {JUDGE_DIR})")
     return parser
