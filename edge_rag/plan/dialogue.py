@@ -57,6 +57,7 @@ OPENER = re.compile(r"^\s*(?:(?:what|which|who|whom|whose|when|where|why|how)(?:
 CITATIONS = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]|\s+—\s+\".*$")
 SENTENCE_START = re.compile(r"(?:^|[.?!:]\s*|\()$")
 CALENDAR = re.compile(rf"(?:{MONTHS}|{WEEKDAYS})s?", re.IGNORECASE)
+# How follow-ups are told and rewritten (dialogue.md):
 SHORT = 4  # words: a question this short that names nothing is an ellipsis ("Who with?")
 VAGUE = 7  # words: a question up to this long that names nothing leans on the turn before
 MAX_ANSWER_WORDS = 12  # the previous answer goes with the topic when it is this short
@@ -225,7 +226,7 @@ def _grounded(text: str, lookup: Lookup) -> bool:
 
 def topic(previous: Turn) -> str:
     """The previous turn in a few words: its question without the question word, and its answer
-    when short ("Li Hua's meeting to discuss the homepage updates: March 6th at 2:00 PM")."""
+    when short ("Anna's meeting about the new homepage: March 6th at 2 PM")."""
     asked = OPENER.sub("", previous.question).rstrip(" ?")
     answer = previous.answer.rstrip(".")
     if answer and len(answer.split()) <= MAX_ANSWER_WORDS and not _abstains(answer):
@@ -261,7 +262,7 @@ def _swap_slot(question: str, previous: Turn, before: list[tuple[str, str]]) -> 
 
 
 def _is_name(text: str) -> bool:
-    """Every word capitalised ("Li Hua", "Emily"), at most three of them."""
+    """Every word capitalised ("Anna Berg", "Emily"), at most three of them."""
     words = _bare(text).split()
     return 0 < len(words) <= 3 and all(w[:1].isupper() for w in words)
 
