@@ -3,6 +3,10 @@ nothing for a question that stands alone, ``ppr``'s memory of the previous turn,
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,3 +139,32 @@ def test_a_conversation_keeps_its_turns_and_resets(lihua_index: Path, slm) -> No
         fresh = talk.ask(FOLLOW_UP)
         assert fresh.retrieval is not None and fresh.retrieval.plan is not None
         assert not fresh.retrieval.plan.follow_up
+
+
+def test_cli_ask_json_reads_the_history_file(lihua_index: Path, tmp_path: Path, capsys, monkeypatch,
+                                             slm) -> None:
+    from edge_rag.cli import main
+
+    monkeypatch.setenv("EDGE_RAG_PROFILES", str(tmp_path))
+    (tmp_path / "tiny.toml").write_text(f'slm = "{SMALL_SLM}"\nfocus_max_new_tokens = 12\n')
+    history = tmp_path / "history.json"
+    history.write_text(json.dumps(said(PLUMBER, "Adam Smith [1]")))
+    assert main(["ask", FOLLOW_UP, "--index", str(lihua_index), "--profile", "tiny", "--json",
+                 "--history", str(history)]) == 0
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    assert plan["follow_up"] is True and plan["resolved"].startswith(FOLLOW_UP)
+    history.write_text('{"messages": "not a list"}')
+    assert main(["retrieve", FOLLOW_UP, "--index", str(lihua_index), "--history", str(history)]) == 1
+    assert "history must be a list" in capsys.readouterr().err
+
+
+def test_cli_chat_keeps_the_dialogue_until_new(lihua_index: Path, tmp_path: Path, slm) -> None:
+    env = {**os.environ, "EDGE_RAG_PROFILES": str(tmp_path)}
+    (tmp_path / "talk.toml").write_text(f'slm = "{SMALL_SLM}"\nfocus_max_new_tokens = 12\n')
+    said_in = f"{PLUMBER}\n{FOLLOW_UP}\n/new\n{FOLLOW_UP}\n"
+    done = subprocess.run([sys.executable, "-m", "edge_rag.cli", "chat", "--index", str(lihua_index),
+                           "--profile", "talk"], input=said_in, capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("sources:") == 3 and done.stdout.count("understood as: ") == 1
+    assert "(new conversation)" in done.stderr
