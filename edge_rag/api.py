@@ -251,7 +251,7 @@ class EdgeRAG:
         if heard is None or not heard.follow_up:
             return self.ask_with(question, again, stream=stream)
         retrieval = self._follow_up(heard, method, top_k, cited)
-        return self.ask_with(heard.resolved, again, stream=stream, retrieval=retrieval)
+        return self.ask_with(heard.asked, again, stream=stream, retrieval=retrieval)
 
     def conversation(self, method: str = DEFAULT_METHOD, top_k: int | None = None) -> Conversation:
         """A dialogue with the index: each question is answered after the turns before it."""

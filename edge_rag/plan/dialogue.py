@@ -54,6 +54,7 @@ SLOT_IN_FRAME = re.compile(rf"\b(?:on |in |at |by )?(?:(?:{WEEKDAYS})|20\d{{6}}"
 OPENER = re.compile(r"^\s*(?:(?:what|which|who|whom|whose|when|where|why|how)(?: \w+)?? )?"
                     r"(?:is|are|was|were|do|does|did|has|have|had|will|would|can|could|should)\s+",
                     re.IGNORECASE)
+TOPIC = re.compile(r"(?<=[?.!]) \(((?:[^()]|\([^()]*\))*)\)$")  # the bracket ``_rewrite`` adds
 CITATIONS = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]|\s+—\s+\".*$")
 SENTENCE_START = re.compile(r"(?:^|[.?!:]\s*|\()$")
 CALENDAR = re.compile(rf"(?:{MONTHS}|{WEEKDAYS})s?", re.IGNORECASE)
@@ -86,6 +87,12 @@ class Resolution:
     def follow_up(self) -> bool:
         """Whether the question needed the turns before it."""
         return bool(self.cues)
+
+    @property
+    def asked(self) -> str:
+        """The question the answer is asked: ``resolved`` without the previous turn's topic (the
+        prompt carries that on a line of its own)."""
+        return split_topic(self.resolved)[0]
 
 
 def turns(history: Sequence[dict[str, Any]] | None) -> list[Turn]:
@@ -222,6 +229,13 @@ def _rewrite(question: str, previous: Turn, before: list[tuple[str, str]], cues:
 def _grounded(text: str, lookup: Lookup) -> bool:
     # Rewritten, it is a question that stands alone: it names something, leans on nothing.
     return not follow_up_cues(text, lookup)
+
+
+def split_topic(resolved: str) -> tuple[str, str]:
+    """A resolved question as (the question to answer, the previous turn's topic in one line): the
+    topic is the bracket ``_rewrite`` adds ("Who with? (Anna's dinner: 7 PM)"); none, ""."""
+    found = TOPIC.search(resolved)
+    return (resolved[:found.start()], found.group(1)) if found else (resolved, "")
 
 
 def topic(previous: Turn) -> str:

@@ -20,6 +20,7 @@ from ..errors import BadDocument
 from ..index import Document, InsertReport
 from ..index.limits import MB, Limits
 from ..index.reader import Item, Skipped, SkipTally
+from ..plan.dialogue import split_topic
 from ..retrieve import Retrieval
 from . import chat
 from .chat import BadRequest, ChatRequest
@@ -125,7 +126,8 @@ class Service:
         then queue the answer. A full generation queue refuses at once, before retrieving."""
         self.generation.check_room()
         retrieval = await self.retrieve(asked.question, asked.method, asked.top_k, asked.history)
-        asked.question = retrieval.question  # a follow-up's standalone form (plan.resolved)
+        if retrieval.plan is not None and retrieval.plan.follow_up:  # answered as dialogue.md says
+            asked.question = split_topic(retrieval.question)[0]
         retrieve = self._retriever(asked.method, asked.top_k, asyncio.get_running_loop())
         work = lambda job: chat.generate(job, self.rag, asked, retrieval, retrieve)
         return self.generation.submit(Job(work, self.timeout))
