@@ -6,8 +6,9 @@
 The sets are ``benchmarks/data/dialogues_lihua.jsonl`` (follow-ups whose standalone form is a dev
 question) and ``topic_switch_lihua.jsonl`` (turn 2 an unrelated dev question). For each dialogue,
 in this order: the turn-2 dev question asked alone ("full"), turn 1 asked alone, then turn 2
-asked with the history [turn 1, the model's answer to it]. ``--via api`` asks through
-``EdgeRAG.ask(..., history=...)``; ``--via serve`` starts ``edge-rag serve`` on a copy of the
+asked with the history [turn 1, the model's answer to it]; a turn 2 the resolver reads alone (no
+follow-up cue) is answered exactly as the full question, so only that is asked. ``--via api``
+asks through ``EdgeRAG.ask(..., history=...)``; ``--via serve`` starts ``edge-rag serve`` on a copy of the
 index and asks through the ``openai`` client, sending the whole conversation (recall through
 ``POST /v1/retrieve`` with the history). Reported for follow-ups and switches apart: accuracy
 (containment, ``core.answers.judge``) against the same question asked alone, recall@5 of the
@@ -52,7 +53,8 @@ TABLE = ["set", "dialogues", "turn1", "turn2", "full", "ratio", "recall@5 turn2"
          "added p50 ms", "added retrieval p50 ms"]
 # An asker: (question, history) -> (answer text, plan dict or None, seconds, retrieval ms).
 Asker = Callable[[str, list[dict[str, str]]], tuple[str, dict | None, float, float]]
-Finder = Callable[[str, list[dict[str, str]]], list[str]]  # -> the retrieved documents' stamps
+# A finder: (question, history) -> (the retrieved documents' stamps, whether it was a follow-up).
+Finder = Callable[[str, list[dict[str, str]]], tuple[list[str], bool]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +101,12 @@ def _dialogue(dialogue: dict, dev: dict[str, dict], ask: Asker, find: Finder,
     """Full question, turn 1, turn 2 after turn 1: answers, judgements, recall, times (the first
     two taken from ``earlier``, a row of another run, when given)."""
     target = dev[dialogue["turn2"]["resolves_to"]]
+    # Whether turn 2 is a follow-up depends on its words alone once a turn came before it; one that
+    # is not is answered exactly as when asked alone (tests/test_dialogue.py), so it is not asked.
+    before = [{"role": "user", "content": dialogue["turn1"]["question"]}]
+    if not find(dialogue["turn2"]["question"], before)[1]:
+        answer = earlier["full_answer"] if earlier else ask(target["question"], [])[0]
+        return _alone(dialogue, target, answer, find)
     if earlier is not None:
         full = (earlier["full_answer"], None, earlier["full_seconds"], earlier["full_retrieval_ms"])
         first: tuple = (earlier["turn1_answer"],)
@@ -123,10 +131,25 @@ def _dialogue(dialogue: dict, dev: dict[str, dict], ask: Asker, find: Finder,
             "turn1_correct": judge({"answer": dialogue["turn1"]["answer"], "type": "Single"},
                                    first[0])["correct"],
             "correct": judge(target, second[0])["correct"], "full_correct": judge(target, full[0])["correct"],
-            "recall": recall(find(dialogue["turn2"]["question"], history)),
-            "full_recall": recall(find(target["question"], [])),
+            "recall": recall(find(dialogue["turn2"]["question"], history)[0]),
+            "full_recall": recall(find(target["question"], [])[0]),
             "seconds": round(second[2], 4), "full_seconds": round(full[2], 4),
             "retrieval_ms": round(second[3], 2), "full_retrieval_ms": round(full[3], 2)}
+
+
+def _alone(dialogue: dict, target: dict, answer: str, find: Finder) -> dict[str, Any]:
+    """The row of a turn 2 read alone: its answer and recall are the full question's."""
+    found = find(target["question"], [])[0]
+    evidence = set(target["evidence"])
+    recall = len(set(found[:K]) & evidence) / len(evidence) if evidence else None
+    correct = judge(target, answer)["correct"]
+    return {"id": dialogue["id"], "kind": dialogue["kind"], "dev_id": target["id"], "type": target["type"],
+            "question": dialogue["turn2"]["question"], "full_question": target["question"],
+            "gold": target["answer"], "turn1_question": dialogue["turn1"]["question"],
+            "turn1_gold": dialogue["turn1"]["answer"], "turn1_answer": None, "answer": answer,
+            "full_answer": answer, "resolved": None, "follow_up": False, "turn1_correct": None,
+            "correct": correct, "full_correct": correct, "recall": recall, "full_recall": recall,
+            "seconds": None, "full_seconds": None, "retrieval_ms": None, "full_retrieval_ms": None}
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -135,12 +158,14 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     recalled = [r for r in rows if r["recall"] is not None]
     mean = lambda key: round(sum(r[key] for r in recalled) / len(recalled), 4) if recalled else None  # noqa: E731
     turn2, full = share("correct"), share("full_correct")
-    return {"dialogues": len(rows), "turn1_accuracy": share("turn1_correct"), "turn2_accuracy": turn2,
+    asked = [r for r in rows if r["seconds"] is not None]  # turn 1 and 2 asked (a follow-up)
+    first = round(sum(bool(r["turn1_correct"]) for r in asked) / len(asked), 4) if asked else None
+    return {"dialogues": len(rows), "turn1_accuracy": first, "turn2_accuracy": turn2,
             "full_accuracy": full, "ratio": round(turn2 / full, 4) if full else None,
             "turn2_recall@5": mean("recall"), "full_recall@5": mean("full_recall"),
             "resolved_share": share("follow_up"), "slm_calls_to_resolve": 0,
-            "added_ms": percentiles([1000 * (r["seconds"] - r["full_seconds"]) for r in rows]),
-            "added_retrieval_ms": percentiles([r["retrieval_ms"] - r["full_retrieval_ms"] for r in rows]),
+            "added_ms": percentiles([1000 * (r["seconds"] - r["full_seconds"]) for r in asked]),
+            "added_retrieval_ms": percentiles([r["retrieval_ms"] - r["full_retrieval_ms"] for r in asked]),
             "by_kind": {kind: {"dialogues": len(part),
                                "turn2": round(sum(r["correct"] for r in part) / len(part), 4),
                                "full": round(sum(r["full_correct"] for r in part) / len(part), 4)}
@@ -182,9 +207,9 @@ def _library(rag: EdgeRAG, method: str) -> Iterator[tuple[Asker, Finder]]:
         seconds = time.perf_counter() - start
         return answer.text, answer.to_dict()["plan"], seconds, retrieval_ms(answer.timings)
 
-    def find(question: str, history: list[dict[str, str]]) -> list[str]:
+    def find(question: str, history: list[dict[str, str]]) -> tuple[list[str], bool]:
         found = rag.retrieve(question, method=method, history=history or None, top_k=K)
-        return stamps([c.doc_id for c in found.chunks])
+        return stamps([c.doc_id for c in found.chunks]), bool(found.plan and found.plan.follow_up)
 
     yield ask, find
 
@@ -218,14 +243,15 @@ def _served(rag: EdgeRAG, slm: str, method: str) -> Iterator[tuple[Asker, Finder
                 spent = retrieval_ms(extra.get("timings_ms", {}))
                 return reply.choices[0].message.content or "", extra.get("plan"), seconds, spent
 
-            def find(question: str, history: list[dict[str, str]]) -> list[str]:
+            def find(question: str, history: list[dict[str, str]]) -> tuple[list[str], bool]:
                 connection = http.client.HTTPConnection(host, int(port), timeout=120)
                 body = json.dumps({"question": question, "top_k": K, "method": method,
                                    "history": history or None})
                 connection.request("POST", "/v1/retrieve", body, {"Content-Type": "application/json"})
                 found = json.loads(connection.getresponse().read())
                 connection.close()
-                return stamps([c["doc_id"] for c in found["chunks"]])
+                plan = found.get("plan") or {}
+                return stamps([c["doc_id"] for c in found["chunks"]]), bool(plan.get("follow_up"))
 
             yield ask, find
         finally:
