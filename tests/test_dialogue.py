@@ -168,3 +168,15 @@ def test_cli_chat_keeps_the_dialogue_until_new(lihua_index: Path, tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("sources:") == 3 and done.stdout.count("understood as: ") == 1
     assert "(new conversation)" in done.stderr
+
+
+def test_the_answer_is_asked_the_short_form_with_the_previous_turn_on_its_own_line() -> None:
+    from edge_rag.plan.dialogue import Resolution, split_topic
+    from edge_rag.prompts import focused_user
+
+    heard = Resolution("Who with?", "Who with? (Anna's dinner (at home): 7 PM)", ("ellipsis",))
+    assert heard.asked == "Who with?" and split_topic(heard.resolved)[1] == "Anna's dinner (at home): 7 PM"
+    assert split_topic("Who directed Film (1999)?") == ("Who directed Film (1999)?", "")
+    user = focused_user("Who with?", "[1] chat", "Anna's dinner: 7 PM")
+    assert user.endswith("\n\nEarlier in this conversation: Anna's dinner: 7 PM\nQuestion: Who with?")
+    assert focused_user("Who with?", "[1] chat") == "Sources:\n[1] chat\n\nQuestion: Who with?"
