@@ -32,8 +32,8 @@ THINGS = re.compile(r"\b(?:it|they|them|there)\b", re.IGNORECASE)  # "its", "the
 # "about that?", "on that lecture", "besides those suggestions" (not "the survey that Jennifer ...").
 DEMONSTRATIVE = re.compile(
     r"\b(?:that|this|those|these)\b(?=\s*[?.!,]|\s*$)"
-    r"|\b(?:about|of|on|for|with|to|do|did|in|from|at|after|before|over|besides|like|during|make|see|try|visit|attend|watch|\\w+ing)"
-    r" (?:that|this|those|these)\b(?! (?-i:[A-Z]))", re.IGNORECASE)
+    r"|\b(?:about|of|on|for|with|to|do|did|in|from|at|after|before|over|besides|like|during|make|see"
+    r"|try|visit|attend|watch) (?:that|this|those|these)\b(?! (?-i:[A-Z]))", re.IGNORECASE)
 OBJECT_NEXT = re.compile(r"(?:to|about|a|an|the|for|with|on|that|if|and|what|when|how|why|whether|back)\b")
 ABOUT = re.compile(r"^\s*(?:and|so|but)?\s*(?:what|how) about\s+(?P<slot>[^?.!]+)[?.!]?\s*(?P<rest>.*)$",
                    re.IGNORECASE)
