@@ -357,12 +357,11 @@ def test_a_chat_request_is_read_into_a_question() -> None:
         {"role": "user", "content": [{"type": "text", "text": "When did he come?"}]}],
         "max_tokens": 500, "method": "auto", "stream": True}, max_tokens=32)
     assert asked.question == "When did he come?" and asked.stream and asked.method == "auto"
-    assert asked.query == "Who fixed the heating in the flat? When did he come?"  # a follow-up
+    assert asked.history == [{"role": "user", "content": "Who fixed the heating in the flat?"},
+                             {"role": "assistant", "content": "Hollis did. [1]"}]  # read after these
     assert asked.max_tokens == 32  # capped by the profile
-    alone = read_chat({"messages": [
-        {"role": "user", "content": "Who fixed the heating?"},
-        {"role": "user", "content": "What time does Adam move in on Saturday?"}]}, 32)
-    assert alone.query == alone.question and not alone.stream
+    alone = read_chat({"messages": [{"role": "user", "content": "When does Adam move in on Saturday?"}]}, 32)
+    assert alone.history == [] and not alone.stream
     with pytest.raises(BadRequest):
         read_chat({"messages": [{"role": "system", "content": "hi"}]}, 32)
 
