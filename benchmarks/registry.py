@@ -15,7 +15,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "retrieval": ("retrieval", "vector_recall", "vector_store", "graph_ablation", "auto_latency",
                   "planner_labels", "planner_eval", "planner_margin", "code_speed"),
     "answers": ("answer_accuracy", "answer_rules", "answer_decode", "abstention", "injection", "ask_latency",
-               "suite", "verdicts"),
+               "suite", "verdicts", "dialogue"),
     "slm": ("slm_speed", "slm_quality", "board_slm", "export_memory", "memory"),
     "index": ("index_build", "graph_build", "formats", "encryption"),
     "scale": ("scale", "scale_build", "scale_corpus", "scale_density", "scale_marginal"),

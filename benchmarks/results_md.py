@@ -669,6 +669,27 @@ def _injection_one(result: Result) -> str:
                                 "followed by style"], rows), _when(result)])
 
 
+def dialogue(results: list[Result]) -> str:
+    """Two-turn dialogues: follow-ups and topic switches against the same questions asked alone."""
+    return _each(_dialogue_one, results)
+
+
+def _dialogue_one(result: Result) -> str:
+    data = result.data
+    keys = ("turn1_accuracy", "turn2_accuracy", "full_accuracy", "ratio", "turn2_recall@5", "full_recall@5",
+            "resolved_share")
+    rows = [[name, s["dialogues"], *(_f(s[k], 3) for k in keys), _f(s["added_ms"]["p50"], 0),
+             _f(s["added_retrieval_ms"]["p50"], 1)] for name, s in data["summary"].items()]
+    kinds = [[name, kind, k["dialogues"], _f(k["turn2"], 3), _f(k["full"], 3)]
+             for name, s in data["summary"].items() for kind, k in s["by_kind"].items()]
+    head = (f"### {data['slm']}, {data['method']}, through {data['via']}"
+            f"{' (turn 1 and full answers reused)' if data.get('reused') else ''} (`{result.name}`)")
+    return "\n\n".join([head, table(["set", "dialogues", "turn 1", "turn 2", "alone", "turn 2 / alone",
+                                      "R@5 turn 2", "R@5 alone", "resolved", "added p50 ms",
+                                      "added retrieval p50 ms"], rows),
+                         table(["set", "kind", "dialogues", "turn 2", "alone"], kinds), _when(result)])
+
+
 def scale(results: list[Result]) -> str:
     """LiHua-World among distractors, per size: build, bytes, latency, memory, recall."""
     return _each(_scale_one, results)
@@ -936,6 +957,7 @@ SECTIONS = [
     Section("Marginal build cost: the same text into every size", ("marginal_build*.json",), marginal),
     Section("Index bytes by kind of text", ("index_density*.json",), density),
     Section("Prompt injection", ("injection*.json",), injection),
+    Section("Dialogue: follow-up questions", ("dialogue_*.json",), dialogue),
     Section("Retired one-offs", ("answer_stage_*.json", "storage_*.json", "gqa_node_*.json",
                                  "slm_profile*.json", "slm_options_*.json", "decode_context*.json",
                                  "folder_titles*.json", "long_line*.json"), retired),

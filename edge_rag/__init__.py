@@ -4,10 +4,11 @@ Design: docs/design/README.md (one note per component), docs/design/api.md
 """
 
 from . import import_order  # noqa: F401  (first: onnxruntime must load before usearch)
-from .api import EdgeRAG
+from .api import Conversation, EdgeRAG
 from .config import Settings
 from .errors import (
     BadDocument,
+    BadHistory,
     ContextOverflow,
     EdgeRagError,
     EmbedderMismatch,
@@ -40,3 +41,4 @@ __all__ = [
 ]
 __all__ += ["SyncReport"]
 __all__ += ["WrongKey"]
+__all__ += ["BadHistory", "Conversation"]

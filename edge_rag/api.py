@@ -8,7 +8,10 @@ Design: docs/design/api.md
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, overload
@@ -26,11 +29,15 @@ from .index.sync import Syncer, SyncReport, dry_report, idle_report
 from .index.sync import plan as sync_plan
 from .index.sync import touch as sync_touch
 from .plan import Plan
-from .retrieve import Retrieval, make_retriever
+from .plan.dialogue import Resolution
+from .retrieve import Memory, Retrieval, make_retriever
 from .retrieve.walk_cache import store_walk
 from .store import ChunkRecord, DocumentRecord, IndexStats, IndexStore, WriteLock, index_stats
 from .store.rekey import convert
 from .store.schema import VECTOR_KINDS
+
+History = list[dict[str, Any]]  # OpenAI chat messages: {"role": "user" | "assistant", "content": ...}
+CITED = re.compile(r"\[(\d+)")
 
 # An insert ends with a VACUUM when it leaves more than this share of the SQLite file's pages
 # free, or when it wrote at least half of the index's chunks (docs/design/storage.md).
@@ -167,19 +174,44 @@ class EdgeRAG:
 
     # -- reading -------------------------------------------------------------------------
 
-    def retrieve(self, question: str, method: str = DEFAULT_METHOD, top_k: int | None = None) -> Retrieval:
+    def retrieve(self, question: str, method: str = DEFAULT_METHOD, top_k: int | None = None,
+                 history: History | None = None) -> Retrieval:
         """Context for a question by one retrieval method: ``vector`` (VR, eq. 7), ``local``
         (LR, eqs. 8–11), ``dual`` (DR, eqs. 12–17), ``topology`` (TR, eqs. 18–29), ``ppr``
         (personalized PageRank over the weighted graph, beyond the paper), ``titles`` (passages
         named by title, then the nearest chunks), ``none``, or ``auto`` (the default): the
-        planner (§3.3) chooses one, recorded in ``Retrieval.plan``."""
+        planner (§3.3) chooses one, recorded in ``Retrieval.plan``. ``history``: the OpenAI
+        messages before the question; a follow-up is made standalone first (``plan.resolved``)."""
+        heard = self._engine.understand(question, history)
+        if heard is not None and heard.follow_up:
+            return self._follow_up(heard, method, top_k)
+        return self._retrieve(question, method, top_k)
+
+    def _retrieve(self, question: str, method: str, top_k: int | None,
+                  memory: Memory | None = None) -> Retrieval:
         engine = self._engine
         chosen = engine.plan(question) if method.lower() == "auto" else None
-        retriever = make_retriever(chosen.method if chosen else method, engine.view(), engine.walk.get)
+        retriever = make_retriever(chosen.method if chosen else method, engine.view(), engine.walk.get,
+                                   memory)
         result = retriever.retrieve(question, top_k or engine.settings.top_k)
         if chosen is not None:
             result.plan = chosen
             result.timings_ms = {"plan": chosen.latency_ms, **result.timings_ms}
+        return result
+
+    def _follow_up(self, heard: Resolution, method: str, top_k: int | None,
+                   cited: tuple[int, ...] | None = None) -> Retrieval:
+        # The walk restarts also from the previous turn's names and cited chunks (those of its
+        # retrieval, found again when the caller does not know them): docs/design/dialogue.md.
+        start = time.perf_counter()
+        if cited is None and heard.previous is not None:
+            before = self._retrieve(heard.previous.question, method, top_k)
+            cited = tuple(c.chunk_id for c in before.chunks[:2])
+        memory, spent = self._engine.memory(heard, cited or ()), (time.perf_counter() - start) * 1000
+        result = self._retrieve(heard.resolved, method, top_k, memory)
+        plan = result.plan or Plan("-", result.method, "none")
+        result.plan = replace(plan, resolved=heard.resolved, follow_up=True)
+        result.timings_ms = {"dialogue": spent, **result.timings_ms}
         return result
 
     def plan(self, question: str) -> Plan:
@@ -189,18 +221,18 @@ class EdgeRAG:
 
     @overload
     def ask(self, question: str, method: str = ..., top_k: int | None = ...,
-            stream: Literal[False] = ...) -> Answer: ...
+            stream: Literal[False] = ..., history: History | None = ...) -> Answer: ...
 
     @overload
     def ask(self, question: str, method: str = ..., top_k: int | None = ..., *,
-            stream: Literal[True]) -> AnswerStream: ...
+            stream: Literal[True], history: History | None = ...) -> AnswerStream: ...
 
     @overload
     def ask(self, question: str, method: str = ..., top_k: int | None = ...,
-            stream: bool = ...) -> Answer | AnswerStream: ...
+            stream: bool = ..., history: History | None = ...) -> Answer | AnswerStream: ...
 
     def ask(self, question: str, method: str = DEFAULT_METHOD, top_k: int | None = None,
-            stream: bool = False) -> Answer | AnswerStream:
+            stream: bool = False, history: History | None = None) -> Answer | AnswerStream:
         """Answer a question from the index with the SLM, citing numbered sources.
 
         With ``stream=True`` the result is an ``AnswerStream``: iterate it for text pieces; its
@@ -208,10 +240,22 @@ class EdgeRAG:
         director of film X born?") is answered one link at a time (the ``hops`` rule), an
         either-or question about dates by comparing two when-answers (the ``compare`` rule);
         the answers asked first are in ``Answer.hops``, their time in ``timings["hops"]``.
+        ``history`` (OpenAI messages before the question) makes a follow-up standalone first.
         The SLM stays loaded and reuses the KV cache of the system prompt.
         """
-        return self.ask_with(question, lambda asked: self.retrieve(asked, method=method, top_k=top_k),
-                             stream=stream)
+        return self._ask(question, method, top_k, stream, self._engine.understand(question, history))
+
+    def _ask(self, question: str, method: str, top_k: int | None, stream: bool,
+             heard: Resolution | None, cited: tuple[int, ...] | None = None) -> Answer | AnswerStream:
+        again = lambda asked: self.retrieve(asked, method=method, top_k=top_k)  # noqa: E731
+        if heard is None or not heard.follow_up:
+            return self.ask_with(question, again, stream=stream)
+        retrieval = self._follow_up(heard, method, top_k, cited)
+        return self.ask_with(heard.asked, again, stream=stream, retrieval=retrieval)
+
+    def conversation(self, method: str = DEFAULT_METHOD, top_k: int | None = None) -> Conversation:
+        """A dialogue with the index: each question is answered after the turns before it."""
+        return Conversation(self, method, top_k)
 
     @overload
     def ask_with(self, question: str, retrieve: Callable[[str], Retrieval], *,
@@ -280,6 +324,55 @@ class EdgeRAG:
         """Forget what recent questions left cached — their embeddings, terms and the last vector
         search — so that the next call pays for everything it needs (for timing a method)."""
         self._engine.forget()
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One exchange of a ``Conversation``: the question as asked and its answer (sources, plan)."""
+
+    question: str
+    answer: Answer
+
+    @property
+    def resolved(self) -> str:
+        """The standalone question the turn was understood as."""
+        plan = self.answer.retrieval.plan if self.answer.retrieval else None
+        return plan.resolved if plan is not None and plan.resolved else self.question
+
+
+class Conversation:
+    """A dialogue with an index (``EdgeRAG.conversation()``): ``ask`` answers a question after the
+    turns before it, a follow-up made standalone (docs/design/dialogue.md); ``reset`` forgets."""
+
+    def __init__(self, rag: EdgeRAG, method: str = DEFAULT_METHOD, top_k: int | None = None) -> None:
+        self.rag, self.method, self.top_k = rag, method, top_k
+        self.turns: list[Turn] = []
+
+    @property
+    def messages(self) -> History:
+        """The turns as OpenAI chat messages."""
+        return [m for t in self.turns for m in ({"role": "user", "content": t.question},
+                                                {"role": "assistant", "content": t.answer.text})]
+
+    def ask(self, question: str) -> Answer:
+        """Answer ``question`` after the turns so far, and keep the turn."""
+        heard = self.rag._engine.understand(question, self.messages) if self.turns else None
+        answer = self.rag._ask(question, self.method, self.top_k, False, heard, self._cited())
+        assert isinstance(answer, Answer)
+        self.turns.append(Turn(question, answer))
+        return answer
+
+    def reset(self) -> None:
+        """Forget the turns: the next question starts a new conversation."""
+        self.turns.clear()
+
+    def _cited(self) -> tuple[int, ...] | None:
+        # The chunks the last answer cited ([n]), else its first source.
+        if not self.turns:
+            return None
+        answer = self.turns[-1].answer
+        numbers = [int(n) - 1 for n in CITED.findall(answer.text)] or [0]
+        return tuple(answer.sources[n].chunk_id for n in numbers if 0 <= n < len(answer.sources))
 
 
 def _chain(docs: list[Document], files: list, limit: Limits,

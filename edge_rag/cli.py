@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .answer import Answer
+from .answer import Answer, AnswerStream
 from .api import EdgeRAG
 from .config import DEFAULT_METHOD, EXTRACTORS, Settings, models_home
-from .errors import EdgeRagError, WrongKey
+from .errors import BadHistory, EdgeRagError, WrongKey
 from .index import InsertReport
 from .index.graph_export import draw_neighbourhood, graphml
 from .plan import Plan
@@ -214,6 +214,9 @@ def _add_chat(commands: Any) -> None:
                                "from standard input, stream each answer with its sources and timings. "
                                "The models load once and the SLM keeps the KV cache of the fixed "
                                "system prompt, so later questions skip its prefill (cached_tokens). "
+                               "The dialogue is kept: a follow-up (\"Who with?\", \"What about Emily?\") "
+                               "is answered as the standalone question it stands for, shown as "
+                               "\"understood as: ...\"; /new starts a new conversation. "
                                "Ctrl-D (end of input) or /quit exits with 0; Ctrl-C during an answer "
                                "stops that answer, Ctrl-C at the prompt exits with 130.")
     chat.add_argument("--index", required=True, type=Path, metavar="DIR", help="index directory")
@@ -329,6 +332,21 @@ def _question(parser: argparse.ArgumentParser) -> None:
                         "chooses (default: %(default)s)")
     parser.add_argument("--top-k", type=int, default=None,
                         help="chunks to retrieve (default: profile)")
+    parser.add_argument("--history", type=Path, default=None, metavar="FILE",
+                        help="a JSON file of the conversation before the question (OpenAI messages: "
+                        '[{"role": "user", "content": ...}, {"role": "assistant", ...}]); a follow-up '
+                        "is answered as the standalone question it stands for (plan.resolved)")
+
+
+def _history(path: Path | None) -> list[dict[str, Any]] | None:
+    """The messages of a ``--history`` file: a JSON list, or an object with "messages"."""
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BadHistory(f"cannot read the history file {path}: {exc}") from exc
+    return data.get("messages") if isinstance(data, dict) else data
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -423,31 +441,48 @@ def _refusals(failed: list[tuple[str, str]]) -> int:
 
 def _retrieve(args: argparse.Namespace) -> int:
     with _open(args) as rag:
-        result = rag.retrieve(args.question, method=args.method, top_k=args.top_k)
+        result = rag.retrieve(args.question, method=args.method, top_k=args.top_k,
+                              history=_history(args.history))
     _emit(args, result.to_dict(), _retrieval_text(result))
     return 0
 
 
 def _ask(args: argparse.Namespace) -> int:
+    history = _history(args.history)
     with _open(args) as rag:
         if args.stream and not args.json:
-            stream = rag.ask(args.question, method=args.method, top_k=args.top_k, stream=True)
-            for piece in stream:
-                print(piece, end="", flush=True)
-            print()
-            print(_sources_text(stream.answer))
+            stream = rag.ask(args.question, method=args.method, top_k=args.top_k, stream=True,
+                             history=history)
+            _print_stream(stream)
             return 0
-        answer = rag.ask(args.question, method=args.method, top_k=args.top_k)
-    _emit(args, answer.to_dict(), f"{answer.text}\n{_sources_text(answer)}")
+        answer = rag.ask(args.question, method=args.method, top_k=args.top_k, history=history)
+    _emit(args, answer.to_dict(), f"{_understood(answer)}{answer.text}\n{_sources_text(answer)}")
     return 0
+
+
+def _understood(answer: Answer) -> str:
+    """"understood as: …" for a follow-up made standalone, on a line of its own; else nothing."""
+    plan = answer.retrieval.plan if answer.retrieval else None
+    return f"understood as: {plan.resolved}\n" if plan is not None and plan.follow_up else ""
+
+
+def _print_stream(stream: AnswerStream) -> None:
+    """A streamed answer (after "understood as: …" for a follow-up), then its sources."""
+    print(_understood(stream.answer), end="", flush=True)
+    for piece in stream:
+        print(piece, end="", flush=True)
+    print()
+    print(_sources_text(stream.answer), flush=True)
 
 
 def _chat(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
+    history: list[dict[str, Any]] = []  # the dialogue so far, as OpenAI messages
     with _open(args) as rag:
         rag.warm()  # load the models before the first question
         if interactive:
-            print(f"edge-rag chat: {args.index} ({args.method}); Ctrl-D to quit", file=sys.stderr)
+            print(f"edge-rag chat: {args.index} ({args.method}); /new starts a new conversation, "
+                  "Ctrl-D quits", file=sys.stderr)
         while True:
             try:
                 question = input("> " if interactive else "").strip()
@@ -458,25 +493,28 @@ def _chat(args: argparse.Namespace) -> int:
                 return 130
             if question in ("/quit", "/exit"):
                 return 0
-            if question:
-                _chat_answer(rag, question, args)
+            if question == "/new":
+                history.clear()
+                print("(new conversation)", file=sys.stderr, flush=True)
+            elif question:
+                answer = _chat_answer(rag, question, args, history)
+                history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
 
 
-def _chat_answer(rag: EdgeRAG, question: str, args: argparse.Namespace) -> None:
-    """Stream one answer, then its sources; Ctrl-C stops this answer only."""
+def _chat_answer(rag: EdgeRAG, question: str, args: argparse.Namespace,
+                 history: list[dict[str, Any]]) -> str:
+    """Stream one answer after the dialogue so far, then its sources; Ctrl-C stops this answer
+    only. Returns the answer's text."""
     if args.json:
-        answer = rag.ask(question, method=args.method, top_k=args.top_k)
+        answer = rag.ask(question, method=args.method, top_k=args.top_k, history=history)
         print(json.dumps(answer.to_dict(), ensure_ascii=False), flush=True)
-        return
-    stream = rag.ask(question, method=args.method, top_k=args.top_k, stream=True)
+        return answer.text
+    stream = rag.ask(question, method=args.method, top_k=args.top_k, stream=True, history=history)
     try:
-        for piece in stream:
-            print(piece, end="", flush=True)
+        _print_stream(stream)
     except KeyboardInterrupt:
         print(" [stopped]", flush=True)
-        return
-    print()
-    print(_sources_text(stream.answer), flush=True)
+    return stream.answer.text
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -28,8 +28,9 @@ from .models import Embedder, ModelFolder
 from .models.session import session_providers, settings_session_options
 from .models.slm import SLM, slm_hint
 from .plan import Plan, Planner, QuestionProbes, make_planner, run_planner
+from .plan.dialogue import Resolution, names_in, resolve
 from .questions import clauses, compares_titles, forget_terms, names_a_seed, names_a_title
-from .retrieve import DENSE_K, IndexView, RetrievedChunk, WalkGraph
+from .retrieve import DENSE_K, IndexView, Memory, RetrievedChunk, WalkGraph
 from .retrieve.title_links import TitleIndex
 from .retrieve.walk_cache import open_names, open_walk
 from .store import IndexStore, VectorIndex, WriteLock
@@ -174,6 +175,31 @@ class Engine:
         """The planner's choice of method for a question."""
         return run_planner(self.planner(), question, self.settings.planner_threshold,
                            self.settings.planner_fallback)
+
+    # -- a dialogue (docs/design/dialogue.md) ------------------------------------------------
+
+    def understand(self, question: str, history: list[dict[str, Any]] | None) -> Resolution | None:
+        """The question made standalone after ``history`` (None without one: nothing changes)."""
+        return None if history is None else resolve(question, history, self.known_names)
+
+    def known_names(self, text: str) -> list[tuple[str, str]]:
+        """The names in ``text``, as written there and in order, with their graph entity type:
+        word runs the graph knows (spaced or not, "'s" aside), else capitalised words inside a
+        sentence (type ""); none inside a longer one (``plan.dialogue.names_in``)."""
+        return names_in(text, self._entity_types)
+
+    def _entity_types(self, keys: list[str]) -> dict[str, str]:
+        ids = self.store.graph.entity_of_keys(keys)
+        types = {row.id: row.type for row in self.store.graph.entities(set(ids.values()))}
+        return {key: types.get(node, "") for key, node in ids.items()}
+
+    @staticmethod
+    def memory(heard: Resolution | None, cited: tuple[int, ...] = ()) -> Memory | None:
+        """What ``ppr`` restarts from besides a follow-up's own seeds: the previous turn's names
+        and the chunks it cited (None for a question that stands alone)."""
+        if heard is None or not heard.follow_up:
+            return None
+        return Memory(heard.names, cited)
 
     def forget(self) -> None:
         """Drop what recent questions left cached (embeddings, terms, the last vector search)."""

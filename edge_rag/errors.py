@@ -58,6 +58,10 @@ class UnknownMethod(EdgeRagError):
     """A retrieval method name that edge-rag does not provide."""
 
 
+class BadHistory(EdgeRagError):
+    """A dialogue history that is not a list of {"role": "user" | "assistant", "content": text}."""
+
+
 class ContextOverflow(EdgeRagError):
     """A prompt that does not fit the model's context window."""
 

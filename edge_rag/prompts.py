@@ -66,11 +66,16 @@ FOCUSED_SYSTEM = (
 )
 
 FOCUSED_USER = "Sources:\n{sources}\n\nQuestion: {question}"
+# A follow-up's previous turn, one line before its question (docs/design/dialogue.md).
+PREVIOUS_TURN = "Earlier in this conversation: {previous}\n"
 
 
-def focused_user(question: str, sources: str) -> str:
-    """The user turn of the focused stage: the rendered evidence, then the question."""
-    return FOCUSED_USER.format(sources=sources, question=question)
+def focused_user(question: str, sources: str, previous: str = "") -> str:
+    """The user turn of the focused stage: the rendered evidence, then (for a follow-up) the
+    previous turn in one line, then the question."""
+    line = PREVIOUS_TURN.format(previous=previous) if previous else ""
+    return FOCUSED_USER.format(sources=sources, question=question).replace(
+        "\n\nQuestion: ", f"\n\n{line}Question: ", 1)
 
 
 PLANNER_SYSTEM = (

@@ -361,12 +361,11 @@ def test_a_chat_request_is_read_into_a_question() -> None:
         {"role": "user", "content": [{"type": "text", "text": "When did he come?"}]}],
         "max_tokens": 500, "method": "auto", "stream": True}, max_tokens=32)
     assert asked.question == "When did he come?" and asked.stream and asked.method == "auto"
-    assert asked.query == "Who fixed the heating in the flat? When did he come?"  # a follow-up
+    assert asked.history == [{"role": "user", "content": "Who fixed the heating in the flat?"},
+                             {"role": "assistant", "content": "Hollis did. [1]"}]  # read after these
     assert asked.max_tokens == 32  # capped by the profile
-    alone = read_chat({"messages": [
-        {"role": "user", "content": "Who fixed the heating?"},
-        {"role": "user", "content": "What time does Adam move in on Saturday?"}]}, 32)
-    assert alone.query == alone.question and not alone.stream
+    alone = read_chat({"messages": [{"role": "user", "content": "When does Adam move in on Saturday?"}]}, 32)
+    assert alone.history == [] and not alone.stream
     with pytest.raises(BadRequest):
         read_chat({"messages": [{"role": "system", "content": "hi"}]}, 32)
 
@@ -449,3 +448,23 @@ def test_an_encrypted_index_is_served_with_its_key_file_and_refused_without(lihu
         assert reply.status == 200 and reply.json()["chunks"]
     finally:
         assert server.stop() == 0
+
+
+def test_the_openai_client_sends_a_conversation_and_a_follow_up_is_resolved(served: Server) -> None:
+    first = "Who arranged for a plumber to fix the water tap at Li Hua's place in January?"
+    client = _client(served)
+    reply = client.chat.completions.create(model=SMALL_SLM, messages=[{"role": "user", "content": first}])
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": first},
+                {"role": "assistant", "content": reply.choices[0].message.content},
+                {"role": "user", "content": "When does he confirm the plumber will arrive?"}]
+    follow = client.chat.completions.create(model=SMALL_SLM, messages=messages)
+    plan = follow.model_extra["plan"]
+    assert plan["follow_up"] is True and "plumber to fix the water tap" in plan["resolved"]
+    assert follow.choices[0].message.content.strip() and follow.model_extra["sources"]
+    alone = client.chat.completions.create(model=SMALL_SLM, messages=messages[-1:])
+    assert "resolved" not in alone.model_extra["plan"]  # no history: read alone, as before
+    found = served.request("POST", "/v1/retrieve", {"question": messages[-1]["content"],
+                                                   "history": messages[:-1]}).json()
+    assert found["plan"]["resolved"] == plan["resolved"]
+    bad = served.request("POST", "/v1/retrieve", {"question": "Who with?", "history": "not a list"})
+    assert bad.status == 400 and "messages" in bad.json()["error"]["message"]

@@ -16,6 +16,9 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 SCREENSHOT = ROOT / "benchmarks" / "results" / "serve_chat_page.png"
+DIALOGUE_SCREENSHOT = ROOT / "benchmarks" / "results" / "serve_chat_dialogue.png"
+PLUMBER = "Who arranged for a plumber to fix the water tap at Li Hua's place in January?"
+FOLLOW_UP = "When does he confirm the plumber will arrive?"
 QUESTION = "When does Li Hua check in with Adam about moving in?"
 COUNT_UPDATES = """() => { window.updates = 0;
   new MutationObserver(() => window.updates++).observe(document.getElementById('log'),
@@ -75,5 +78,34 @@ def test_the_chat_page_streams_an_answer_and_shows_its_sources(chromium, lihua_i
         assert hops.startswith("asked first: Who is the director of film Harbor Lights? → Mara Quill")
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOT), full_page=True)
+    finally:
+        assert server.stop() == 0
+
+
+def test_the_chat_page_holds_a_conversation_and_starts_a_new_one(chromium, lihua_index: Path,
+                                                                tmp_path: Path) -> None:
+    server = Server(copy_index(lihua_index, tmp_path), small_profile(tmp_path), token=None)
+    try:
+        page = chromium.new_page(viewport={"width": 390, "height": 780}, device_scale_factor=2,
+                                 is_mobile=True, has_touch=True)
+        page.goto(server.url + "/")
+        page.select_option("#method", "auto")
+        for n, question in enumerate((PLUMBER, FOLLOW_UP), 1):
+            page.fill("#question", question)
+            page.click("#send")
+            page.wait_for_selector(f"section.turn:nth-of-type({n})[data-done='true']", timeout=300_000)
+        turns = page.locator("section.turn")
+        assert turns.count() == 2 and turns.nth(0).locator(".understood").count() == 0
+        understood = turns.nth(1).locator(".understood").inner_text()
+        assert understood.startswith("understood as: ") and "plumber to fix the water tap" in understood
+        assert turns.nth(1).locator(".answer").inner_text().strip()
+        DIALOGUE_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(DIALOGUE_SCREENSHOT), full_page=True)
+        page.click("#new")
+        assert page.locator("section.turn").count() == 0
+        page.fill("#question", FOLLOW_UP)  # alone now: nothing to lean on, read as it is
+        page.click("#send")
+        page.wait_for_selector("section.turn[data-done='true']", timeout=300_000)
+        assert page.locator("section.turn").count() == 1 and page.locator(".understood").count() == 0
     finally:
         assert server.stop() == 0

@@ -23,6 +23,7 @@ from ..guard import withhold
 from ..lexicon import STOPWORDS
 from ..models.constraints import TokenMask
 from ..models.slm import SLM, GenerationConfig
+from ..plan.dialogue import split_topic
 from ..retrieve import Retrieval, RetrievedChunk
 from .abstain import terms, unsupported
 from .focus import Focus, SourceDoc, choose, split_document
@@ -119,17 +120,18 @@ class FocusedAnswerer:
     def prepare(self, question: str, retrieval: Retrieval) -> Prepared:
         """Choose the evidence, build the prompt, decide whether to abstain."""
         start = time.perf_counter()
-        chunks, day = self._dated(question, retrieval.chunks)
+        searched, previous = _follow_up(question, retrieval)
+        chunks, day = self._dated(searched, retrieval.chunks)
         withheld: list[str] = []
         docs = self._documents(chunks, withheld)
         for doc in docs:
             doc.on_day = doc.chunk.doc_id in day
-        focus = choose(question, docs, self.evidence.embed, self._cut, self.context_tokens,
+        focus = choose(searched, docs, self.evidence.embed, self._cut, self.context_tokens,
                        None if "span" in self.off else answer_span(question), "replies" not in self.off)
         best = [line.text for line in sorted(focus.lines, key=lambda line: -line.score)]
         form = answer_form(question, focus.text(), any(d.chat for d in docs), best)
         form = Form(form.kind) if form.kind in self.off else form
-        user = prompts.quoted(prompts.focused_user(question, focus.render()), len(withheld))
+        user = prompts.quoted(prompts.focused_user(question, focus.render(), previous), len(withheld))
         system = prompts.guarded_system(prompts.FOCUSED_SYSTEM, len(withheld))
         prepared = Prepared(self.slm.chat(user, system), focus, form, withheld=withheld, question=question)
         prepared.timings["prompt_tokens"] = self.slm.count_tokens(prepared.prompt)
@@ -340,6 +342,17 @@ class FocusedAnswerer:
 QUOTE_MATCH = 90  # rapidfuzz ratio from which a source span is the answer's (answer.md)
 QUOTE_CONTEXT_WORDS = 10  # source words shown either side of that span
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _follow_up(question: str, retrieval: Retrieval) -> tuple[str, str]:
+    """What the evidence is chosen by, and the previous turn's line for the prompt: for a
+    follow-up answered as its short form, its standalone form and topic (docs/design/dialogue.md);
+    else the question itself and no line."""
+    plan = retrieval.plan
+    if plan is None or not plan.follow_up or not plan.resolved:
+        return question, ""
+    asked, topic = split_topic(plan.resolved)
+    return (plan.resolved, topic) if asked == question else (question, "")
 
 
 def quote(answer: str, focus: Focus) -> str:

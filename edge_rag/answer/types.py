@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..models.slm import GenerationConfig
@@ -37,7 +37,7 @@ class Answer:
             "sources": [{"doc_id": c.doc_id, "source": c.source, "chunk_id": c.chunk_id}
                         for c in self.sources],
             "timings_ms": {k: round(v, 2) for k, v in self.timings.items()},
-            "plan": asdict(self.retrieval.plan) if self.retrieval and self.retrieval.plan else None,
+            "plan": self.retrieval.plan.to_dict() if self.retrieval and self.retrieval.plan else None,
             "withheld": self.withheld,
             "hops": self.hops,
             "citations": self.citations,

@@ -18,8 +18,8 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -51,6 +51,15 @@ class Plan:
     probabilities: dict[str, float] = field(default_factory=dict)
     latency_ms: float = 0.0
     fallback: bool = False
+    resolved: str | None = None  # a follow-up's standalone question (``dialogue.py``); None alone
+    follow_up: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; ``resolved`` and ``follow_up`` only for a question asked after others."""
+        out = asdict(self)
+        if self.resolved is None:
+            del out["resolved"], out["follow_up"]
+        return out
 
 
 class Planner(Protocol):

@@ -14,7 +14,7 @@ from .base import IndexView, Retriever
 from .dual import DualRetriever
 from .graph_reader import GraphReader
 from .local import LocalRetriever
-from .ppr import DENSE_K, PPRRetriever, WalkGraph
+from .ppr import DENSE_K, Memory, PPRRetriever, WalkGraph
 from .titles import TitlesRetriever
 from .topology import TopologyRetriever
 from .types import Retrieval, RetrievedChunk
@@ -30,9 +30,11 @@ ALIASES = {"vr": "vector", "naive": "vector", "lr": "local", "dr": "dual", "tr":
            "pagerank": "ppr", "named": "titles"}
 
 
-def make_retriever(method: str, view: IndexView, walk: Callable[[], WalkGraph] | None = None) -> Retriever:
+def make_retriever(method: str, view: IndexView, walk: Callable[[], WalkGraph] | None = None,
+                   memory: Memory | None = None) -> Retriever:
     """The retriever registered under ``method`` (case-insensitive, aliases allowed); ``walk``
-    gives ``ppr`` the index's random-walk matrix (built from the store when None)."""
+    gives ``ppr`` the index's random-walk matrix (built from the store when None), ``memory``
+    what a follow-up's previous turn named and cited (``ppr`` restarts there too)."""
     name = ALIASES.get(method.lower(), method.lower())
     if name not in RETRIEVERS:
         known = ", ".join(sorted(RETRIEVERS))
@@ -41,9 +43,9 @@ def make_retriever(method: str, view: IndexView, walk: Callable[[], WalkGraph] |
         if view.entity_vectors is None or view.relation_vectors is None:
             raise UnknownMethod(f"method {name!r} needs the graph's vector indexes")
         graph = GraphReader(view, view.entity_vectors, view.relation_vectors)
-        return PPRRetriever(graph, walk) if name == "ppr" else RETRIEVERS[name](graph)
+        return PPRRetriever(graph, walk, memory) if name == "ppr" else RETRIEVERS[name](graph)
     return RETRIEVERS[name](view)
 
 
-__all__ = ["DENSE_K", "RETRIEVAL_VERSION", "RETRIEVERS", "IndexView", "Retrieval", "RetrievedChunk",
+__all__ = ["DENSE_K", "RETRIEVAL_VERSION", "RETRIEVERS", "IndexView", "Memory", "Retrieval", "RetrievedChunk",
            "Retriever", "WalkGraph", "make_retriever"]

@@ -53,6 +53,16 @@ TITLE_SEED_SHARE = 0.8  # the question's titles' share of the named seed mass
 CANDIDATES = 50  # chunks the walk and BM25 each put into the fusion
 DENSE_K = max(CHUNK_SEEDS, CANDIDATES)  # the nearest chunks a question's walk reads
 WHOLE_FIRST = 3  # the whole question's documents ahead of its clauses' (``interleave``)
+MEMORY_SHARE = 0.2  # a follow-up's restart mass on what the turn before it named and cited
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What the turn before a follow-up left (docs/design/dialogue.md): the names it mentioned and
+    the chunks it cited; the walk restarts there with ``MEMORY_SHARE`` of its mass."""
+
+    names: tuple[str, ...] = ()
+    chunks: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -215,10 +225,12 @@ class PPRRetriever:
 
     name = "ppr"
 
-    def __init__(self, graph: GraphReader, walk: Callable[[], WalkGraph] | None = None) -> None:
+    def __init__(self, graph: GraphReader, walk: Callable[[], WalkGraph] | None = None,
+                 memory: Memory | None = None) -> None:
         self.graph = graph
         self.settings = graph.view.settings
         self.walk = walk or (lambda: WalkGraph.from_store(graph.view.store, self.settings.use_weights))
+        self.memory = memory
 
     def retrieve(self, question: str, top_k: int) -> Retrieval:
         """Seeds, the walk, then the best chunks by walk probability and cosine; a question of
@@ -257,10 +269,28 @@ class PPRRetriever:
             dense = {int(k): float(s) for k, s in zip(keys, sims)}
         with timed(timings, "walk"):
             titled = walk.titles.find(question) if walk.titles else []
-            rank = walk.pagerank(restart(walk, entities, dense, titled))
+            rank = walk.pagerank(self._remember(walk, restart(walk, entities, dense, titled)))
         with timed(timings, "chunks"):
             lexical = walk.lexical.scores(question) if walk.lexical is not None and not titled else None
             return self.fuse(walk, rank, query, dense, top_k, lexical), entities
+
+    def _remember(self, walk: WalkGraph, seeds: np.ndarray) -> np.ndarray:
+        """The restart with ``MEMORY_SHARE`` moved to the previous turn's names and chunks (a
+        follow-up's walk only; without a memory the seeds are returned as they are)."""
+        if self.memory is None:
+            return seeds
+        ids = self.graph.tables.entity_of_keys(entity_key(n) for n in self.memory.names)
+        named = _part(walk.entity_nodes(np.asarray(sorted(set(ids.values())), dtype=np.int64)),
+                      [1.0] * len(set(ids.values())))
+        cited = _part(walk.chunk_nodes(np.asarray(self.memory.chunks, dtype=np.int64)),
+                      [1.0] * len(self.memory.chunks))
+        parts = [p for p in (named, cited) if p is not None]
+        if not parts or seeds.sum() <= 0:
+            return seeds
+        remembered = np.zeros_like(seeds)
+        for nodes, weights in parts:
+            np.add.at(remembered, nodes, weights / weights.sum() / len(parts))
+        return (1.0 - MEMORY_SHARE) * seeds + MEMORY_SHARE * remembered
 
     def seed_entities(self, walk: WalkGraph, named: list[int], vectors: np.ndarray,
                       spread: dict[int, int] | None = None) -> dict[int, float]:

@@ -50,4 +50,6 @@ class Retrieval:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (the CLI's ``--json`` output)."""
-        return asdict(self)
+        out = asdict(self)
+        out["plan"] = self.plan.to_dict() if self.plan is not None else None
+        return out

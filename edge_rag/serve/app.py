@@ -20,6 +20,7 @@ from ..errors import BadDocument
 from ..index import Document, InsertReport
 from ..index.limits import MB, Limits
 from ..index.reader import Item, Skipped, SkipTally
+from ..plan.dialogue import split_topic
 from ..retrieve import Retrieval
 from . import chat
 from .chat import BadRequest, ChatRequest
@@ -124,16 +125,20 @@ class Service:
         """Retrieve (on the retrieval lane: the generation lane's handle never loads the vectors),
         then queue the answer. A full generation queue refuses at once, before retrieving."""
         self.generation.check_room()
-        retrieval = await self.retrieve(asked.query, asked.method, asked.top_k)
-        retrieval.question = asked.question
+        retrieval = await self.retrieve(asked.question, asked.method, asked.top_k, asked.history)
+        if retrieval.plan is not None and retrieval.plan.follow_up:  # answered as dialogue.md says
+            asked.question = split_topic(retrieval.question)[0]
         retrieve = self._retriever(asked.method, asked.top_k, asyncio.get_running_loop())
         work = lambda job: chat.generate(job, self.rag, asked, retrieval, retrieve)
         return self.generation.submit(Job(work, self.timeout))
 
-    async def retrieve(self, question: str, method: str, top_k: int | None) -> Retrieval:
-        """Retrieval on its own lane, unless this profile's planner or keywords need the SLM."""
+    async def retrieve(self, question: str, method: str, top_k: int | None,
+                       history: list[dict[str, str]] | None = None) -> Retrieval:
+        """Retrieval on its own lane, unless this profile's planner or keywords need the SLM;
+        ``history``: the messages before the question (a follow-up is made standalone)."""
         lane, rag = (self.generation, self.rag) if self._uses_slm(method) else (self.retrieval, self._reader)
-        return await self._run(lane, lambda: rag.retrieve(question, method=method, top_k=top_k))
+        return await self._run(lane, lambda: rag.retrieve(question, method=method, top_k=top_k,
+                                                          history=history or None))
 
     def _uses_slm(self, method: str) -> bool:
         settings = self.rag.settings

@@ -6,7 +6,6 @@ Design: docs/design/serve.md
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from collections.abc import Callable
@@ -22,11 +21,7 @@ from .queue import Job, Stopped
 
 MAX_QUESTION_CHARS = 2000  # the longest question a request may ask (serve.md)
 METHODS = (*sorted(RETRIEVERS), "auto")
-# A short follow-up that points back ("and when did he come?") is retrieved together with the
-# previous question; the answer stage still sees the question alone (serve.md).
-FOLLOW_UP_WORDS = 8
-POINTERS = re.compile(r"\b(it|its|he|she|him|his|her|they|them|their|that|this|those|these|there|"
-                      r"then)\b", re.IGNORECASE)
+HISTORY_TURNS = 8  # the earlier user/assistant messages a question is read after (dialogue.md)
 
 
 class BadRequest(EdgeRagError):
@@ -35,10 +30,11 @@ class BadRequest(EdgeRagError):
 
 @dataclass
 class ChatRequest:
-    """What a chat-completions request asks for."""
+    """What a chat-completions request asks for: the last user message, read after the messages
+    before it (``history``, OpenAI's shape: a follow-up is made standalone, docs/design/dialogue.md)."""
 
     question: str
-    query: str
+    history: list[dict[str, str]]
     method: str
     top_k: int | None
     max_tokens: int
@@ -49,15 +45,26 @@ def read_chat(body: Any, max_tokens: int) -> ChatRequest:
     """Validate a chat-completions body; ``max_tokens`` is capped by the profile's answer length."""
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
         raise BadRequest("'messages' must be a non-empty list of {role, content} objects")
-    users = [_content(m) for m in body["messages"] if isinstance(m, dict) and m.get("role") == "user"]
-    if not users or not users[-1].strip():
+    said = read_history(body["messages"])
+    last = max((i for i, m in enumerate(said) if m["role"] == "user"), default=None)
+    if last is None or not said[last]["content"].strip():
         raise BadRequest("no user message with text: the last user message is the question")
-    question = check_question(users[-1])
+    question = check_question(said[last]["content"])
     asked = body.get("max_completion_tokens", body.get("max_tokens"))
     if asked is not None and (not isinstance(asked, int) or isinstance(asked, bool) or asked < 1):
         raise BadRequest("'max_tokens' must be a positive integer")
-    return ChatRequest(question, follow_up_query(users[:-1], question), read_method(body),
-                       read_top_k(body), min(asked or max_tokens, max_tokens), body.get("stream") is True)
+    return ChatRequest(question, said[:last][-HISTORY_TURNS:], read_method(body), read_top_k(body),
+                       min(asked or max_tokens, max_tokens), body.get("stream") is True)
+
+
+def read_history(messages: Any) -> list[dict[str, str]]:
+    """The user and assistant messages with text, as {role, content} (others are left out); each
+    earlier one cut to ``MAX_QUESTION_CHARS``."""
+    if not isinstance(messages, list):
+        raise BadRequest("'messages' must be a list of {role, content} objects")
+    return [{"role": m["role"], "content": _content(m)[:MAX_QUESTION_CHARS] if i < len(messages) - 1
+             else _content(m)} for i, m in enumerate(messages)
+            if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
 
 
 def check_question(text: Any) -> str:
@@ -83,13 +90,6 @@ def read_top_k(body: dict) -> int | None:
     if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 50):
         raise BadRequest("'top_k' must be an integer from 1 to 50")
     return top_k
-
-
-def follow_up_query(earlier: list[str], question: str) -> str:
-    """The text to retrieve with: a short question that points back is joined to the last one."""
-    if earlier and len(question.split()) <= FOLLOW_UP_WORDS and POINTERS.search(question):
-        return f"{earlier[-1].strip()[:MAX_QUESTION_CHARS]} {question}"
-    return question
 
 
 def _content(message: dict) -> str:

@@ -182,13 +182,15 @@ def _sse(data: dict[str, Any]) -> str:
 
 
 async def retrieve(service: Service, request: Request) -> Response:
-    """``POST /v1/retrieve``: {question, method, top_k} → chunks, plan, timings."""
+    """``POST /v1/retrieve``: {question, method, top_k, history} → chunks, plan, timings;
+    ``history``, the OpenAI messages before the question, makes a follow-up standalone."""
     body = await json_body(request)
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object with a 'question'")
     question = chat.check_question(body.get("question"))
     method, top_k = chat.read_method(body), chat.read_top_k(body)
-    found = await service.retrieve(question, method, top_k)
+    history = chat.read_history(body["history"]) if body.get("history") is not None else None
+    found = await service.retrieve(question, method, top_k, history)
     chunks = [{**source, "score": round(c.score, 4)}
               for source, c in zip(chat.sources(found.chunks), found.chunks)]
     return JSONResponse({"question": question, "method": found.method, "chunks": chunks,
