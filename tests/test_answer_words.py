@@ -3,7 +3,7 @@ stage on real evidence lines, without a model."""
 
 from __future__ import annotations
 
-from edge_rag.answer.focus import Focus, Line, split_document
+from edge_rag.answer.evidence_lines import Focus, Line, split_document
 from edge_rag.answer.support import check, citations, claims
 from edge_rag.answer.wording import in_words, names_of, rewrite_stream
 from edge_rag.retrieve import RetrievedChunk

@@ -141,7 +141,7 @@ def test_the_days_documents_come_first_retrieved_ones_before_looked_up_ones(slm)
 
 def test_terms_named_elsewhere_in_the_retrieved_chat_do_not_make_an_abstention(slm):
     from edge_rag.answer import Prepared
-    from edge_rag.answer.focus import Focus, Line, split_document
+    from edge_rag.answer.evidence_lines import Focus, Line, split_document
     from edge_rag.answer.forms import Form
     from edge_rag.retrieve import RetrievedChunk
 
@@ -160,7 +160,7 @@ def test_terms_named_elsewhere_in_the_retrieved_chat_do_not_make_an_abstention(s
 
 def test_a_speakers_name_alone_answers_only_a_who_question(slm):
     from edge_rag.answer import Prepared
-    from edge_rag.answer.focus import Focus, Line
+    from edge_rag.answer.evidence_lines import Focus, Line
     from edge_rag.answer.forms import Form
 
     line = Line(0, 0, "ThaneChambers: I've been playing Apex Legends recently.")

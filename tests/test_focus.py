@@ -3,7 +3,7 @@ the date rule of abstention, the start mask."""
 
 from edge_rag.answer import dates_in, missing_date
 from edge_rag.answer.abstain import question_terms, unsupported
-from edge_rag.answer.focus import content_words, lexical_overlap, split_document
+from edge_rag.answer.evidence_lines import content_words, lexical_overlap, split_document
 from edge_rag.answer.forms import answer_form, question_kind, start_mask
 from edge_rag.retrieve import RetrievedChunk
 
@@ -109,7 +109,7 @@ def test_documents_are_dated_by_their_chat_header_or_file_name():
 
 def test_a_short_answer_is_followed_by_the_source_words_around_it():
     from edge_rag.answer import quote
-    from edge_rag.answer.focus import Focus, Line
+    from edge_rag.answer.evidence_lines import Focus, Line
     doc = split_document(CHUNK, ["Time: 20260105_14:00\nAdamSmith: Hi! There will be a power outage "
                                  "tomorrow from 2pm to 3pm. Sorry!\nLiHua: Just use removable hooks."])
     focus = Focus([(doc, [Line(0, i, text) for i, text in enumerate(doc.lines)])])
@@ -134,7 +134,7 @@ def test_who_said_it_is_the_speaker_of_the_best_line_and_never_the_question_s_ow
 
 def test_a_restated_answer_is_followed_by_the_source_sentence_it_restates():
     from edge_rag.answer import source_sentence
-    from edge_rag.answer.focus import Focus, Line
+    from edge_rag.answer.evidence_lines import Focus, Line
     doc = split_document(CHUNK, ["Time: 20260105_14:00\nWolfgangSchulz: Let's go to the music store! "
                                  "We could check out some new gear and get inspired for our next "
                                  "jam session.\nLiHua: Sounds good."])

@@ -2,7 +2,7 @@
 setting like the retrievers (``make_retriever``) and planners (``make_planner``).
 
 - ``plain.py``: the retrieved chunks numbered as they are (``plain``);
-- ``focused.py``: the best lines of the retrieved documents (``focus.py``), answer forms
+- ``focused.py``: the best lines of the retrieved documents (``evidence_lines.py``), answer forms
   (``forms.py``) and abstention on evidence (``abstain.py``) (``focused``, the default);
 - ``hops.py``: bridge and either-or questions answered a link or a date at a time (``ask``);
 - ``types.py``: what both return; the prompts, chat template and stop strings are in

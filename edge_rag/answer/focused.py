@@ -1,5 +1,5 @@
 """The focused answer stage (``answer_stage = "focused"``, the default): it shows the model only
-the best lines of the retrieved documents (``focus``), constrains the start of the answer by
+the best lines of the retrieved documents (``evidence_lines``), constrains the start of the answer by
 question type (``forms``), abstains on evidence, and makes sure the answer cites a source and is
 more than citations.
 
@@ -26,7 +26,7 @@ from ..models.slm import SLM, GenerationConfig
 from ..plan.dialogue import split_topic
 from ..retrieve import Retrieval, RetrievedChunk
 from .abstain import terms, unsupported
-from .focus import Focus, SourceDoc, choose, split_document
+from .evidence_lines import Focus, SourceDoc, choose, split_document
 from .forms import SPEAKER_LINE, Form, answer_form, answer_span, compact_text, start_mask
 from .support import Support, check, citations
 from .types import Answer, AnswerStream

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..lexicon import STOPWORDS
 from .abstain import terms, unsupported
-from .focus import Focus, Line, SourceDoc
+from .evidence_lines import Focus, Line, SourceDoc
 from .forms import NAME
 from .wording import STAMP, spoken_date
 
