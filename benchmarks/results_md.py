@@ -687,7 +687,19 @@ def _dialogue_one(result: Result) -> str:
     return "\n\n".join([head, table(["set", "dialogues", "turn 1", "turn 2", "alone", "turn 2 / alone",
                                       "R@5 turn 2", "R@5 alone", "resolved", "added p50 ms",
                                       "added retrieval p50 ms"], rows),
-                         table(["set", "kind", "dialogues", "turn 2", "alone"], kinds), _when(result)])
+                         table(["set", "kind", "dialogues", "turn 2", "alone"], kinds), *_dialogue_llm(data),
+                         _when(result)])
+
+
+def _dialogue_llm(data: dict) -> list[str]:
+    """The LLM judge's figures of a dialogue run, when its answers were judged."""
+    llm = data.get("llm_judged")
+    if not llm:
+        return []
+    rows = [[name, s["judged"], s["unjudged"], _f(s["turn2"], 3), _f(s["full"], 3), _f(s["ratio"], 3)]
+            for name, s in llm.items()]
+    return ["LLM-judged (`benchmarks/results/verdicts/dialogue_lihua.jsonl`):",
+            table(["set", "judged", "unjudged", "turn 2", "alone", "turn 2 / alone"], rows)]
 
 
 def scale(results: list[Result]) -> str:

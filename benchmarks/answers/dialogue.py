@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core import verdicts
 from benchmarks.core.answers import judge
 from benchmarks.core.datasets import DATASETS, open_benchmark_index
 from benchmarks.core.measure import percentiles
@@ -44,6 +45,7 @@ from benchmarks.core.results import markdown_table, write_result
 from edge_rag import EdgeRAG, Settings
 
 DATA = ROOT / "benchmarks" / "data"
+VERDICTS = "dialogue_lihua"  # benchmarks/results/verdicts/dialogue_lihua.jsonl
 SETS = {"follow_up": DATA / "dialogues_lihua.jsonl", "switch": DATA / "topic_switch_lihua.jsonl"}
 JUDGE_DIR = ROOT.parent / "notes" / "judge" / "pending"
 K = 5
@@ -60,6 +62,8 @@ Finder = Callable[[str, list[dict[str, str]]], tuple[list[str], bool]]
 def main(argv: list[str] | None = None) -> int:
     """Ask every dialogue, print the tables, write JSON (and judge inputs)."""
     args = _parser().parse_args(argv)
+    if args.rescore:
+        return rescore(Path(args.rescore))
     dataset = DATASETS["lihua"]
     dev = {q["id"]: q for q in dataset.queries()}
     dialogues = {name: load(path)[: args.limit] for name, path in SETS.items()}
@@ -80,8 +84,34 @@ def main(argv: list[str] | None = None) -> int:
             print(f"judge input: {path}")
     payload = {"via": args.via, "slm": settings.slm, "method": args.method, "limit": args.limit,
                "reused": args.reuse,
-               "summary": summary, "rows": rows}
+               "summary": summary, "llm_judged": llm_judged(rows), "rows": rows}
+    print(f"LLM-judged ({verdicts.store_path(VERDICTS)}): {json.dumps(payload['llm_judged'])}")
     print(f"wrote {write_result(tag, payload, rag.settings)}")
+    return 0
+
+
+def llm_judged(rows: dict[str, list[dict]]) -> dict[str, dict[str, Any]]:
+    """Per set, the committed LLM verdicts of turn 2 and of the same question asked alone, over the
+    dialogues whose two answers are both judged (the rest are counted as unjudged)."""
+    store = verdicts.load(VERDICTS)
+    out = {}
+    for name, part in rows.items():
+        found = [(store.get((r["id"], verdicts.answer_sha(r["answer"]))),
+                  store.get((r["id"], verdicts.answer_sha(r["full_answer"])))) for r in part]
+        both = [(t["correct"], f["correct"]) for t, f in found if t and f]
+        turn2 = round(sum(t for t, _ in both) / len(both), 4) if both else None
+        full = round(sum(f for _, f in both) / len(both), 4) if both else None
+        out[name] = {"judged": len(both), "unjudged": len(part) - len(both), "turn2": turn2,
+                     "full": full, "ratio": round(turn2 / full, 4) if turn2 is not None and full else None}
+    return out
+
+
+def rescore(path: Path) -> int:
+    """Recompute an earlier result's LLM-judged figures from the verdict store (after judging)."""
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    payload["llm_judged"] = llm_judged(payload["rows"])
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(payload["llm_judged"]))
     return 0
 
 
@@ -281,6 +311,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="an earlier run's JSON: its turn-1 and full answers are reused, turn 2 is asked")
     parser.add_argument("--judge-dir", default=None,
                         help=f"write the LLM judge's input files here (e.g. {JUDGE_DIR})")
+    parser.add_argument("--rescore", default=None, metavar="RESULT",
+                        help="only recompute RESULT's LLM-judged figures from the committed verdicts")
     return parser
 
 
