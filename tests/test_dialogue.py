@@ -13,7 +13,7 @@ import pytest
 
 from edge_rag import EdgeRAG
 from edge_rag.engine import Engine
-from edge_rag.plan.dialogue import Turn, resolve, resolve_turn, turns
+from edge_rag.plan.dialogue import Exchange, resolve, resolve_turn, turns
 
 from .conftest import SMALL_SLM
 
@@ -34,7 +34,7 @@ def engine(lihua_index: Path):
 def test_the_messages_become_turns_and_answers_lose_their_citations() -> None:
     history = [{"role": "system", "content": "Be brief."}, *said("Who?", 'Adam Smith [1] — "Adam: hi"'),
                {"role": "user", "content": "Why?"}]
-    assert turns(history) == [Turn("Who?", "Adam Smith"), Turn("Why?")]
+    assert turns(history) == [Exchange("Who?", "Adam Smith"), Exchange("Why?")]
 
 
 def test_a_pronoun_becomes_the_one_person_of_the_previous_turn(engine: Engine) -> None:
@@ -42,7 +42,7 @@ def test_a_pronoun_becomes_the_one_person_of_the_previous_turn(engine: Engine) -
     assert heard.follow_up and "pronoun" in heard.cues
     # Li Hua and Adam Smith are both people of the previous turn: the topic goes along instead.
     assert heard.resolved.startswith(FOLLOW_UP) and "plumber to fix the water tap" in heard.resolved
-    alone = resolve_turn("What house rule does she mention?", Turn("What did Jennifer suggest?"),
+    alone = resolve_turn("What house rule does she mention?", Exchange("What did Jennifer suggest?"),
                          engine.known_names)
     assert alone.resolved == "What house rule does Jennifer mention?"
 

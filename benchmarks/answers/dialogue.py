@@ -24,7 +24,6 @@ question through the earlier one. Writes ``dialogue_{via}[_limitN].json``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import subprocess
@@ -211,7 +210,7 @@ def write_judge_inputs(folder: Path, tag: str, rows: dict[str, list[dict]]) -> l
     for name, part in rows.items():
         for which, key in (("turn2", "answer"), ("full", "full_answer")):
             path = folder / f"{tag}_{name}_{which}.in.jsonl"
-            lines = [{"i": i, "id": r["id"], "answer_sha": hashlib.sha1(r[key].encode()).hexdigest()[:16],
+            lines = [{"i": i, "id": r["id"], "answer_sha": verdicts.answer_sha(r[key]),
                       "question": r["full_question"], "gold": r["gold"], "type": r["type"], "answer": r[key]}
                      for i, r in enumerate(part)]
             path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")

@@ -65,7 +65,7 @@ MAX_ANSWER_WORDS = 12  # the previous answer goes with the topic when it is this
 
 
 @dataclass(frozen=True)
-class Turn:
+class Exchange:
     """One earlier exchange: what the user asked and what the assistant answered."""
 
     question: str
@@ -80,7 +80,7 @@ class Resolution:
     question: str
     resolved: str
     cues: tuple[str, ...] = ()
-    previous: Turn | None = None
+    previous: Exchange | None = None
     names: tuple[str, ...] = field(default=())  # the previous turn's names, the walk's memory
 
     @property
@@ -95,10 +95,10 @@ class Resolution:
         return split_topic(self.resolved)[0]
 
 
-def turns(history: Sequence[dict[str, Any]] | None) -> list[Turn]:
+def turns(history: Sequence[dict[str, Any]] | None) -> list[Exchange]:
     """The user questions of an OpenAI message list, each with the assistant reply after it
     (system and other messages are skipped); ``BadHistory`` for anything but such a list."""
-    out: list[Turn] = []
+    out: list[Exchange] = []
     if history is not None and not isinstance(history, (list, tuple)):
         raise BadHistory("history must be a list of {'role': ..., 'content': ...} messages")
     for message in history or ():
@@ -106,9 +106,9 @@ def turns(history: Sequence[dict[str, Any]] | None) -> list[Turn]:
             raise BadHistory("every history message must be {'role': ..., 'content': text}")
         role, content = message.get("role"), message.get("content") or ""
         if role == "user":
-            out.append(Turn(content.strip()))
+            out.append(Exchange(content.strip()))
         elif role == "assistant" and out and not out[-1].answer:
-            out[-1] = Turn(out[-1].question, clean_answer(content))
+            out[-1] = Exchange(out[-1].question, clean_answer(content))
     return out
 
 
@@ -147,13 +147,13 @@ def clean_answer(text: str) -> str:
 def resolve(question: str, history: Sequence[dict[str, Any]] | None, lookup: Lookup) -> Resolution:
     """The standalone form of ``question`` after ``history``: earlier follow-ups are resolved
     first, so that a third turn reads the second as it was understood."""
-    previous: Turn | None = None
+    previous: Exchange | None = None
     for turn in turns(history):
-        previous = Turn(resolve_turn(turn.question, previous, lookup).resolved, turn.answer)
+        previous = Exchange(resolve_turn(turn.question, previous, lookup).resolved, turn.answer)
     return resolve_turn(question, previous, lookup)
 
 
-def resolve_turn(question: str, previous: Turn | None, lookup: Lookup) -> Resolution:
+def resolve_turn(question: str, previous: Exchange | None, lookup: Lookup) -> Resolution:
     """``question`` after the one turn ``previous`` (see ``resolve``)."""
     question = question.strip()
     if previous is None or not question:
@@ -211,7 +211,7 @@ def _object(question: str, match: re.Match[str]) -> bool:
     return word == "him" or word == "her" and (not after[:1].isalpha() or bool(OBJECT_NEXT.match(after)))
 
 
-def _rewrite(question: str, previous: Turn, before: list[tuple[str, str]], cues: tuple[str, ...],
+def _rewrite(question: str, previous: Exchange, before: list[tuple[str, str]], cues: tuple[str, ...],
              lookup: Lookup) -> str:
     """The follow-up rewritten: the frame with one slot replaced, a day counted, a pronoun
     replaced, else the previous question's topic added."""
@@ -238,7 +238,7 @@ def split_topic(resolved: str) -> tuple[str, str]:
     return (resolved[:found.start()], found.group(1)) if found else (resolved, "")
 
 
-def topic(previous: Turn) -> str:
+def topic(previous: Exchange) -> str:
     """The previous turn in a few words: its question without the question word, and its answer
     when short ("Anna's meeting about the new homepage: March 6th at 2 PM")."""
     asked = OPENER.sub("", previous.question).rstrip(" ?")
@@ -252,7 +252,7 @@ def _abstains(answer: str) -> bool:
     return bool(re.search(r"insufficient information|not (?:contain|mention|say)", answer, re.IGNORECASE))
 
 
-def _swap_slot(question: str, previous: Turn, before: list[tuple[str, str]]) -> str | None:
+def _swap_slot(question: str, previous: Exchange, before: list[tuple[str, str]]) -> str | None:
     """"What about X?" / "And X?" as the previous question with X in the slot it fills: a time
     for a time, a name for the previous question's person (else its first name); "What about
     X? <question>" as that question about X. None when X fills no slot."""
@@ -287,7 +287,7 @@ def _possessive_safe(frame: str, old: str, new: str) -> str:
     return frame.replace(old, new, 1)
 
 
-def _count_days(question: str, previous: Turn) -> str:
+def _count_days(question: str, previous: Exchange) -> str:
     """Relative days ("three days later", "that evening") as the date counted from the previous
     turn's (YYYYMMDD), when it names one."""
     found = DATE.search(previous.question) or DATE.search(previous.answer)
